@@ -1,0 +1,38 @@
+# Trailcache: `make run` serves the service, `make test` runs every test. Both set up first.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+export DJANGO_SETTINGS_MODULE := config.settings
+
+.PHONY: setup run test lint bench eval clean-data
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-nodeps.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	touch $@
+
+setup: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+run: setup
+	PORT=$(PORT) bash scripts/run.sh
+
+test: setup
+	bash scripts/test.sh
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) manage.py bench $(BENCH_ARGS)
+
+eval: setup
+	$(PY) manage.py evaluate $(EVAL_ARGS)
+
+clean-data:
+	-$(PY) -m config.embedded_db stop
+	rm -rf .data

@@ -1,0 +1,164 @@
+"""Request validation and response shapes of REST API v1 (the contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import RegexValidator
+from rest_framework import serializers
+
+from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from cachecore.engine import limits
+from cachecore.models import SignalSource, TrailStatus
+
+
+def _scope_field(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(
+        max_length=200,
+        validators=[RegexValidator(limits.SCOPE_PATTERN, "Scope must match [A-Za-z0-9._:/-]{1,200}.")],
+        **kwargs,
+    )
+
+
+def _section_id_field() -> StrictCharField:
+    return StrictCharField(max_length=limits.MAX_SECTION_ID_CHARS, min_length=1)
+
+
+class SectionInSerializer(serializers.Serializer):
+    id = _section_id_field()
+    text = StrictCharField(allow_blank=True, max_length=limits.MAX_SECTION_TEXT_CHARS)
+
+
+class SectionsUpsertSerializer(serializers.Serializer):
+    sections = serializers.ListField(
+        child=SectionInSerializer(), allow_empty=False, max_length=limits.MAX_SECTIONS_PER_UPSERT
+    )
+
+
+class SectionsUpsertResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    invalidated_trails = serializers.IntegerField()
+
+
+class SectionOutSerializer(serializers.Serializer):
+    id = serializers.CharField(source="external_id")
+    hash = serializers.CharField(source="sha256")
+    text = serializers.CharField(allow_null=True)
+    updated_at = serializers.DateTimeField()
+
+
+class StepSerializer(serializers.Serializer):
+    tool = StrictCharField(max_length=200, min_length=1)
+    args = serializers.JSONField(required=False, default=dict)
+    returned = serializers.ListField(
+        child=_section_id_field(), required=False, default=list, max_length=limits.MAX_RETURNED_PER_STEP
+    )
+
+
+class SignalSerializer(serializers.Serializer):
+    source = serializers.ChoiceField(choices=SignalSource.choices)
+    accepted = StrictBooleanField()
+
+
+class TrailRecordSerializer(serializers.Serializer):
+    scope = _scope_field()
+    query = StrictCharField(max_length=limits.MAX_QUERY_CHARS, min_length=1)
+    steps = serializers.ListField(child=StepSerializer(), required=False, default=list, max_length=limits.MAX_STEPS)
+    cited = serializers.ListField(child=_section_id_field(), allow_empty=False, max_length=limits.MAX_CITED)
+    signal = SignalSerializer(required=False, allow_null=True)
+    subject = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SUBJECT_CHARS, default="")
+    answer = StrictCharField(required=False, allow_null=True, max_length=limits.MAX_ANSWER_CHARS)
+    recall_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Query must not be blank.")
+        return value
+
+
+class TrailRecordResultSerializer(serializers.Serializer):
+    trail_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=TrailStatus.choices)
+
+
+class CitationOutSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    hash = serializers.CharField()
+
+
+class TrailOutSerializer(serializers.Serializer):
+    trail_id = serializers.UUIDField()
+    scope = serializers.CharField()
+    query = serializers.CharField()
+    steps = serializers.JSONField()
+    cited = CitationOutSerializer(many=True)
+    status = serializers.ChoiceField(choices=TrailStatus.choices)
+    signal = serializers.JSONField()
+    subject = serializers.CharField()
+    verdict = serializers.JSONField(allow_null=True)
+    hits = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    last_hit_at = serializers.DateTimeField(allow_null=True)
+
+
+class RecallSerializer(serializers.Serializer):
+    scope = _scope_field()
+    query = StrictCharField(max_length=limits.MAX_QUERY_CHARS, min_length=1)
+    budget_tokens = StrictIntegerField(
+        required=False, allow_null=True, min_value=limits.MIN_BUDGET_TOKENS, max_value=limits.MAX_BUDGET_TOKENS
+    )
+    subject = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SUBJECT_CHARS, default="")
+
+    def validate_query(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Query must not be blank.")
+        return value
+
+
+class RecallSectionSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["valid", "changed", "missing"])
+    text = serializers.CharField(required=False)
+
+
+class RecallResultSerializer(serializers.Serializer):
+    recall_id = serializers.UUIDField()
+    outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
+    trail_id = serializers.UUIDField(allow_null=True)
+    similarity = serializers.FloatField(allow_null=True)
+    coverage = serializers.FloatField(allow_null=True)
+    escalated = serializers.BooleanField()
+    sections = RecallSectionSerializer(many=True)
+    omitted = serializers.ListField(child=serializers.CharField())
+    steps = serializers.JSONField()
+    hint = serializers.CharField(allow_null=True)
+
+
+class FeedbackSerializer(serializers.Serializer):
+    accepted = StrictBooleanField()
+
+
+class FeedbackResultSerializer(serializers.Serializer):
+    recall_id = serializers.UUIDField()
+    accepted = serializers.BooleanField()
+
+
+class SubjectEraseResultSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField()
+
+
+class StatsSerializer(serializers.Serializer):
+    recalls = serializers.IntegerField()
+    prefetch = serializers.IntegerField()
+    hint = serializers.IntegerField()
+    miss = serializers.IntegerField()
+    hit_rate = serializers.FloatField()
+    prefetch_rate = serializers.FloatField()
+    stale_rate = serializers.FloatField()
+    escalation_rate = serializers.FloatField()
+    served_cited_rate = serializers.FloatField()
+    feedback = serializers.DictField(child=serializers.IntegerField())
+    trails = serializers.DictField(child=serializers.IntegerField())

@@ -1,0 +1,19 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from api.views import core
+
+urlpatterns = [
+    path("sections", core.SectionsView.as_view(), name="api-sections"),
+    # Section ids may hold "/", "#" and ":" (url-encoded): the path converter keeps slashes.
+    path("sections/<path:section_id>", core.SectionDetailView.as_view(), name="api-section"),
+    path("trails", core.TrailsView.as_view(), name="api-trails"),
+    path("trails/<str:trail_id>", core.TrailDetailView.as_view(), name="api-trail"),
+    path("recall", core.RecallView.as_view(), name="api-recall"),
+    path("recalls/<str:recall_id>/feedback", core.FeedbackView.as_view(), name="api-recall-feedback"),
+    path("stats", core.StatsView.as_view(), name="api-stats"),
+    path("subjects/<path:subject>", core.SubjectView.as_view(), name="api-subject"),
+    path("schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", authentication_classes=[],
+                                                 permission_classes=[]), name="api-docs"),
+]

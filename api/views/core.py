@@ -1,0 +1,167 @@
+"""REST API v1: thin views over cachecore services and selectors."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api import serializers as s
+from cachecore import selectors, services
+from cachecore.errors import ScopeForbidden
+from cachecore.models import Trail
+from tenants.models import ApiKey, Tenant
+
+
+def _validated(serializer_class: type, request: Request) -> dict[str, Any]:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class TenantAPIView(APIView):
+    """Every view acts for the key's tenant only; scopes are checked against the key."""
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.request.auth.tenant
+
+    @property
+    def key(self) -> ApiKey:
+        return self.request.auth
+
+    def require_scope(self, scope: str) -> None:
+        if not self.key.allows_scope(scope):
+            raise ScopeForbidden(f"this API key may not use scope {scope!r}",
+                                 fields={"scope": ["outside this API key's scope prefixes"]})
+
+    def require_unrestricted_key(self, what: str) -> None:
+        if self.key.scope_prefixes:
+            raise ScopeForbidden(f"{what} needs an API key without scope limits")
+
+    def trail_visible(self, trail: Trail) -> Trail:
+        if not self.key.allows_scope(trail.scope):
+            from cachecore.errors import NotFound
+
+            raise NotFound("trail not found")
+        return trail
+
+
+class SectionsView(TenantAPIView):
+    @extend_schema(request=s.SectionsUpsertSerializer, responses=s.SectionsUpsertResultSerializer,
+                   summary="Upsert sections (server hashes the text)")
+    def put(self, request: Request) -> Response:
+        data = _validated(s.SectionsUpsertSerializer, request)
+        result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
+        return Response(asdict(result))
+
+
+class SectionDetailView(TenantAPIView):
+    @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at")
+    def get(self, request: Request, section_id: str) -> Response:
+        section = selectors.section_get(tenant=self.tenant, section_id=section_id)
+        return Response(s.SectionOutSerializer(section).data)
+
+    @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
+    def delete(self, request: Request, section_id: str) -> Response:
+        services.section_delete(tenant=self.tenant, section_id=section_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TrailsView(TenantAPIView):
+    @extend_schema(request=s.TrailRecordSerializer, responses={201: s.TrailRecordResultSerializer},
+                   summary="Record a trail after an accepted answer")
+    def post(self, request: Request) -> Response:
+        data = _validated(s.TrailRecordSerializer, request)
+        self.require_scope(data["scope"])
+        trail = services.trail_record(
+            tenant=self.tenant, scope=data["scope"], query=data["query"], steps=data["steps"],
+            cited=data["cited"], signal=data.get("signal"), subject=data.get("subject", ""),
+            answer=data.get("answer"), recall_id=str(data["recall_id"]) if data.get("recall_id") else None,
+        )
+        return Response({"trail_id": str(trail.pk), "status": trail.status}, status=status.HTTP_201_CREATED)
+
+
+def trail_as_stored(trail: Trail) -> dict[str, Any]:
+    return {
+        "trail_id": str(trail.pk),
+        "scope": trail.scope,
+        "query": trail.query,
+        "steps": trail.steps,
+        "cited": [{"id": c.section_id, "hash": c.recorded_hash} for c in trail.citations.all()],
+        "status": trail.status,
+        "signal": {"source": trail.signal_source or None, "accepted": trail.signal_accepted},
+        "subject": trail.subject,
+        "verdict": trail.verdict,
+        "hits": trail.hits,
+        "created_at": trail.created_at,
+        "expires_at": trail.expires_at,
+        "last_hit_at": trail.last_hit_at,
+    }
+
+
+class TrailDetailView(TenantAPIView):
+    @extend_schema(responses=s.TrailOutSerializer, summary="A trail as stored (never an answer)")
+    def get(self, request: Request, trail_id: str) -> Response:
+        trail = self.trail_visible(selectors.trail_get(tenant=self.tenant, trail_id=trail_id))
+        return Response(s.TrailOutSerializer(trail_as_stored(trail)).data)
+
+    @extend_schema(responses={204: None}, summary="Delete a trail")
+    def delete(self, request: Request, trail_id: str) -> Response:
+        self.trail_visible(selectors.trail_get(tenant=self.tenant, trail_id=trail_id))
+        services.trail_delete(tenant=self.tenant, trail_id=trail_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RecallView(TenantAPIView):
+    @extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer,
+                   summary="Recall before the first search: prefetch, hint or miss")
+    def post(self, request: Request) -> Response:
+        data = _validated(s.RecallSerializer, request)
+        self.require_scope(data["scope"])
+        result = services.recall(
+            tenant=self.tenant, scope=data["scope"], query=data["query"],
+            budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
+        )
+        return Response(asdict(result))
+
+
+class FeedbackView(TenantAPIView):
+    @extend_schema(request=s.FeedbackSerializer, responses=s.FeedbackResultSerializer,
+                   summary="Feedback on a recall: negative quarantines the trail it served")
+    def post(self, request: Request, recall_id: str) -> Response:
+        data = _validated(s.FeedbackSerializer, request)
+        event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
+        self.require_scope(event.scope)
+        services.feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"])
+        return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
+
+
+class StatsView(TenantAPIView):
+    @extend_schema(
+        responses=s.StatsSerializer, summary="Recall counts and rates, trails by status",
+        parameters=[OpenApiParameter("scope", str, description="Only this scope")],
+    )
+    def get(self, request: Request) -> Response:
+        scope = request.query_params.get("scope")
+        if scope:
+            self.require_scope(scope)
+        stats = selectors.stats_for_tenant(
+            tenant=self.tenant, scope=scope or None, scope_prefixes=self.key.scope_prefixes or None
+        )
+        return Response(stats)
+
+
+class SubjectView(TenantAPIView):
+    @extend_schema(responses=s.SubjectEraseResultSerializer,
+                   summary="Erase every trail and logged query recorded with a subject")
+    def delete(self, request: Request, subject: str) -> Response:
+        self.require_unrestricted_key("erasing a subject")
+        deleted = services.subject_erase(tenant=self.tenant, subject=subject,
+                                         actor_label=f"apikey:tc_{self.key.prefix}")
+        return Response({"deleted": deleted})

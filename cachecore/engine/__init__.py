@@ -1,0 +1,1 @@
+"""The engine's pure logic: no Django, no database, no project imports."""

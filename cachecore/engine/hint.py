@@ -1,0 +1,32 @@
+"""The short text a hint carries for the agent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(ids)
+
+
+def hint_text(
+    *,
+    valid: Sequence[str],
+    changed: Sequence[str],
+    missing: Sequence[str] = (),
+    escalated: bool = False,
+    hash_only: bool = False,
+) -> str:
+    parts = ["A similar question was answered before"]
+    if valid:
+        parts.append(f"start with {_ids(valid)}")
+    if changed:
+        parts.append(f"{_ids(changed)} changed since")
+    if missing:
+        parts.append(f"{_ids(missing)} no longer exist")
+    text = "; ".join(parts) + "."
+    if escalated:
+        text += " Those sections are on topic but may not answer this exact question: search as well."
+    if hash_only:
+        text += " Their text is not stored here: read them from your index."
+    return text

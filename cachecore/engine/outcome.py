@@ -1,0 +1,55 @@
+"""What a recall answers, decided from the states of the cited sections and the coverage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    PREFETCH = "prefetch"
+    HINT = "hint"
+    MISS = "miss"
+
+
+class SectionState(StrEnum):
+    VALID = "valid"
+    CHANGED = "changed"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    escalated: bool = False
+    # True when no cited section is unchanged: the trail must be marked stale.
+    stale: bool = False
+
+
+def section_state(*, recorded_hash: str, current_hash: str | None) -> SectionState:
+    if current_hash is None:
+        return SectionState.MISSING
+    return SectionState.VALID if current_hash == recorded_hash else SectionState.CHANGED
+
+
+def classify(
+    states: Sequence[SectionState],
+    *,
+    coverage: float | None,
+    coverage_floor: float,
+    servable: bool = True,
+) -> Decision:
+    """all valid → prefetch (hint + escalated when coverage is known and under the floor);
+    some valid → hint; none valid → miss and stale. ``servable`` is False when a valid
+    section has no text to serve (kept by hash only): such a trail can only hint."""
+    if not states:
+        return Decision(Outcome.MISS, stale=True)
+    valid = sum(1 for s in states if s is SectionState.VALID)
+    if valid == 0:
+        return Decision(Outcome.MISS, stale=True)
+    if valid < len(states) or not servable:
+        return Decision(Outcome.HINT)
+    if coverage is not None and coverage < coverage_floor:
+        return Decision(Outcome.HINT, escalated=True)
+    return Decision(Outcome.PREFETCH)

@@ -1,0 +1,47 @@
+"""Query normalisation, content hashing and chunking: pure functions, no Django."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?]+|[\s\"'`.,;:!?]+$")
+# A sentence ends at . ! ? followed by space and an upper-case letter, digit or quote, or at a
+# blank line. Good enough for documentation prose; code lines are kept as their own chunks.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])|\n\s*\n")
+
+
+def normalise_query(query: str) -> str:
+    """The form a query is embedded and compared in: NFKC, lower case, single spaces,
+    no surrounding quotes or trailing punctuation."""
+    text = unicodedata.normalize("NFKC", query)
+    text = _WS.sub(" ", text).strip().lower()
+    return _EDGE_PUNCT.sub("", text)
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex digest of the UTF-8 text, the identity of a section's content."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def split_chunks(text: str, *, max_words: int = 60, max_chunks: int = 200) -> list[str]:
+    """Sentences grouped into short passages (at most ``max_words`` words, a long sentence
+    stays whole), for coverage. Bounded at ``max_chunks`` per section."""
+    sentences = [_WS.sub(" ", s).strip() for s in _SENTENCE_END.split(text)]
+    chunks: list[str] = []
+    current: list[str] = []
+    words = 0
+    for sentence in filter(None, sentences):
+        n = len(sentence.split())
+        if current and words + n > max_words:
+            chunks.append(" ".join(current))
+            current, words = [], 0
+        current.append(sentence)
+        words += n
+        if len(chunks) >= max_chunks:
+            break
+    if current and len(chunks) < max_chunks:
+        chunks.append(" ".join(current))
+    return chunks

@@ -1,0 +1,48 @@
+"""Domain errors raised by services; the API maps each to one error shape and status."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    status_code = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = fields or {}
+        self.extra = extra
+
+
+class InvalidInput(DomainError):
+    status_code = 400
+    code = "invalid"
+
+
+class UnknownSections(DomainError):
+    """Cited ids the tenant has never upserted."""
+
+    status_code = 422
+    code = "unknown_sections"
+
+    def __init__(self, ids: list[str]) -> None:
+        super().__init__(
+            f"cited section ids unknown to this tenant: {', '.join(ids)}",
+            fields={"cited": [f"unknown section id: {i}" for i in ids]},
+            unknown_ids=ids,
+        )
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class ScopeForbidden(DomainError):
+    status_code = 403
+    code = "scope_forbidden"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"

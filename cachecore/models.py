@@ -1,0 +1,198 @@
+"""The engine's tables: sections (the caller's content, by hash), trails, citations and the
+recall log."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from cachecore.embedding import DIMENSIONS
+from tenants.models import Tenant
+
+
+class Section(models.Model):
+    """The caller's unit of content, keyed by its own id within a tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sections")
+    external_id = models.CharField(max_length=512)
+    # Null when the caller keeps only the hash here (its trails recall as hints).
+    text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null means "not stored", unlike ""
+    sha256 = models.CharField(max_length=64)
+    token_count = models.PositiveIntegerField(default=0)
+    chunks_ready = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "external_id"], name="section_unique_external_id"),
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="section_sha256_hex"),
+        ]
+        indexes = [
+            GinIndex(name="section_text_trgm", fields=["text"], opclasses=["gin_trgm_ops"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class SectionChunk(models.Model):
+    """A sentence or short passage of a section with its embedding, for coverage."""
+
+    section = models.ForeignKey(Section, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    # The section hash these chunks were computed from: stale chunks are never used.
+    sha256 = models.CharField(max_length=64)
+    text = models.TextField()
+    embedding = VectorField(dimensions=DIMENSIONS)
+
+    class Meta:
+        ordering = ["section", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["section", "ordinal"], name="chunk_unique_ordinal"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.section_id}:{self.ordinal}"
+
+
+class TrailStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    PENDING = "pending", "Pending"
+    STALE = "stale", "Stale"
+    QUARANTINED = "quarantined", "Quarantined"
+
+
+class SignalSource(models.TextChoices):
+    VERIFIER = "verifier", "Verifier"
+    USER = "user", "User"
+    CALLER = "caller", "Caller"
+
+
+class Trail(models.Model):
+    """A query and the path that answered it: steps and cited sections with their hashes.
+    Never an answer."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="trails")
+    scope = models.CharField(max_length=200)
+    # Emptied by retention after the tenant's query_retention_days; the embedding stays.
+    query = models.TextField()
+    query_normalised = models.TextField()
+    query_redacted_at = models.DateTimeField(null=True, blank=True)
+    embedding = VectorField(dimensions=DIMENSIONS)
+    steps = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=TrailStatus.choices, db_index=False)
+    signal_source = models.CharField(max_length=16, choices=SignalSource.choices, blank=True)
+    signal_accepted = models.BooleanField(null=True)
+    verdict = models.JSONField(null=True, blank=True)
+    subject = models.CharField(max_length=200, blank=True)
+    hits = models.PositiveIntegerField(default=0)
+    positive_feedback = models.PositiveIntegerField(default=0)
+    negative_feedback = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=TrailStatus.values), name="trail_status_valid"),
+        ]
+        indexes = [
+            # Exact nearest-neighbour search in small scopes, and scope sizes.
+            models.Index(fields=["tenant", "scope", "status"], name="trail_tenant_scope_status"),
+            models.Index(fields=["tenant", "-created_at"], name="trail_tenant_created"),
+            models.Index(fields=["tenant", "-last_hit_at"], name="trail_tenant_last_hit"),
+            models.Index(fields=["expires_at"], name="trail_expires"),
+            models.Index(fields=["tenant", "subject"], name="trail_tenant_subject",
+                         condition=~Q(subject="")),
+            HnswIndex(name="trail_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            GinIndex(name="trail_query_trgm", fields=["query"], opclasses=["gin_trgm_ops"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope}: {self.query[:60]}"
+
+
+class Citation(models.Model):
+    """A section a trail cited, with the hash it had when recorded. Keyed by the section's
+    external id, not a foreign key: a deleted section must still count as changed."""
+
+    trail = models.ForeignKey(Trail, on_delete=models.CASCADE, related_name="citations")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    section_id = models.CharField(max_length=512)
+    position = models.PositiveSmallIntegerField()
+    recorded_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["trail", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["trail", "section_id"], name="citation_unique_section"),
+        ]
+        indexes = [
+            # Reverse index: which trails cite a section (invalidation, console).
+            models.Index(fields=["tenant", "section_id"], name="citation_by_section"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trail_id} cites {self.section_id}"
+
+
+class RecallOutcome(models.TextChoices):
+    PREFETCH = "prefetch", "Prefetch"
+    HINT = "hint", "Hint"
+    MISS = "miss", "Miss"
+
+
+class MissReason(models.TextChoices):
+    NO_CANDIDATE = "no_candidate", "No similar trail"
+    STALE = "stale", "Every cited section changed"
+    GUARD = "guard", "Rejected by the matching guard"
+
+
+class RecallEvent(models.Model):
+    """One recall, logged for stats and feedback."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recall_events")
+    scope = models.CharField(max_length=200)
+    # Emptied after the tenant's query_retention_days.
+    query = models.TextField(blank=True)
+    subject = models.CharField(max_length=200, blank=True)
+    trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls")
+    outcome = models.CharField(max_length=16, choices=RecallOutcome.choices)
+    miss_reason = models.CharField(max_length=16, choices=MissReason.choices, blank=True)
+    similarity = models.FloatField(null=True)
+    coverage = models.FloatField(null=True)
+    escalated = models.BooleanField(default=False)
+    latency_ms = models.FloatField()
+    served_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)
+    # Filled by the record that names this recall_id.
+    recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    served_cited = models.PositiveIntegerField(null=True)
+    feedback = models.BooleanField(null=True)
+    feedback_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(outcome__in=RecallOutcome.values), name="recall_outcome_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="recall_tenant_created"),
+            models.Index(fields=["trail", "-created_at"], name="recall_trail_created"),
+            models.Index(fields=["tenant", "subject"], name="recall_tenant_subject", condition=~Q(subject="")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} {self.scope} {self.created_at:%Y-%m-%d %H:%M}"

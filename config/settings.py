@@ -1,0 +1,155 @@
+"""Trailcache settings: every value comes from the environment; production differs from
+development only by values."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from config.env import env_bool, env_int, env_list, env_str, parse_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if DEBUG or env_bool("TRAILCACHE_DEV", True):
+        SECRET_KEY = "dev-insecure-trailcache-secret-key-change-me-in-production"
+    else:
+        raise SystemExit("DJANGO_SECRET_KEY is required when TRAILCACHE_DEV=false")
+# API keys are stored as HMAC digests keyed with this pepper; rotating it invalidates all keys.
+API_KEY_PEPPER = env_str("TRAILCACHE_API_KEY_PEPPER", SECRET_KEY)
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_filters",
+    "django_htmx",
+    "template_partials",
+    "tenants",
+    "cachecore",
+    "api",
+    "adminui",
+]
+
+MIDDLEWARE = [
+    "api.middleware.ApiBodyLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = os.environ.get("DATABASE_URL", "")
+if not _database_url:
+    from config import embedded_db
+
+    _database_url = embedded_db.ensure_running()
+DATABASES = {"default": parse_database_url(_database_url)}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A generic cached plan can't route the nearest-neighbour query by scope size.
+DATABASES["default"]["OPTIONS"].setdefault("options", "-c plan_cache_mode=force_custom_plan")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve straight from the apps' static folders: no collectstatic step for `make run`.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+MEDIA_ROOT = Path(env_str("TRAILCACHE_MEDIA_ROOT", str(BASE_DIR / ".data" / "media")))
+
+LOGIN_URL = "/console/login/"
+LOGIN_REDIRECT_URL = "/console/"
+LOGOUT_REDIRECT_URL = "/console/login/"
+
+# Body limit for the API: 1 MiB, answered with 413 by api.middleware.
+API_MAX_BODY_BYTES = 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES + 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Trailcache API",
+    "DESCRIPTION": "Search-path cache for agentic RAG: record trails, recall them, verified by content hash.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Embedding model: a sentence-transformers ONNX export (384 dimensions).
+TRAILCACHE_EMBEDDING_MODEL = env_str("TRAILCACHE_EMBEDDING_MODEL", "")
+TRAILCACHE_EMBEDDING_THREADS = env_int("TRAILCACHE_EMBEDDING_THREADS", 1, minimum=1)
+# Scopes with fewer active trails than this are searched exactly; larger ones through HNSW.
+TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS", 5000, minimum=0)
+# Sections whose upsert needs more chunk embeddings than this are embedded in a background task.
+TRAILCACHE_SYNC_CHUNK_LIMIT = env_int("TRAILCACHE_SYNC_CHUNK_LIMIT", 200, minimum=0)
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing must never hang a request when the broker is down: fail fast, the outbox sweeper retries.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

@@ -1,0 +1,34 @@
+"""Create an API key for a tenant; the key alone is printed on the last line of stdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tenants.models import Tenant
+from tenants.services import api_key_create, tenant_create
+
+
+class Command(BaseCommand):
+    help = "Create an API key: --tenant SLUG [--create-tenant] [--scopes P1,P2] [--name NAME]"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", required=True, help="tenant slug")
+        parser.add_argument("--create-tenant", action="store_true", help="create the tenant if missing")
+        parser.add_argument("--scopes", default="", help="comma-separated scope prefixes the key is limited to")
+        parser.add_argument("--name", default="cli", help="a name for the key")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        slug = options["tenant"]
+        tenant = Tenant.objects.filter(slug=slug).first()
+        if tenant is None:
+            if not options["create_tenant"]:
+                raise CommandError(f"no tenant {slug!r} (pass --create-tenant to create it)")
+            tenant = tenant_create(slug=slug)
+            self.stderr.write(f"created tenant {slug}")
+        scopes = [p.strip() for p in options["scopes"].split(",") if p.strip()]
+        key, raw = api_key_create(tenant=tenant, name=options["name"], scope_prefixes=scopes,
+                                  actor_label="cli:create_api_key")
+        self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}):")
+        self.stdout.write(raw)

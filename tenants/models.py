@@ -1,0 +1,158 @@
+"""Tenants, their settings, API keys, operator memberships and the audit log."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class AdmissionPolicy(models.TextChoices):
+    SIGNAL = "signal", "Signal only"
+    SIGNAL_VERIFIER = "signal+verifier", "Signal + built-in verifier"
+
+
+# Defaults calibrated on tests/data/paraphrase_pairs.jsonl (see tests/cachecore/test_calibration.py).
+DEFAULT_SIMILARITY_THRESHOLD = 0.80
+DEFAULT_COVERAGE_FLOOR = 0.35
+
+
+class Tenant(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    trail_ttl_days = models.PositiveIntegerField(
+        default=90, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Every trail expires this many days after it is recorded.",
+    )
+    pending_ttl_hours = models.PositiveIntegerField(
+        default=24, validators=[MinValueValidator(1), MaxValueValidator(24 * 30)],
+        help_text="A trail recorded without a positive signal waits this long for one, then is dropped.",
+    )
+    query_retention_days = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Stored query text is redacted after this many days; the trail keeps matching by its embedding.",
+    )
+    recall_log_retention_days = models.PositiveIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(3650)],
+        help_text="Recall log entries are deleted after this many days (daily roll-ups are kept).",
+    )
+    similarity_threshold = models.FloatField(
+        default=DEFAULT_SIMILARITY_THRESHOLD, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Minimum cosine similarity between the query and a trail's query for a hit.",
+    )
+    coverage_floor = models.FloatField(
+        default=DEFAULT_COVERAGE_FLOOR, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A would-be prefetch whose sections cover the query less than this becomes an escalated hint.",
+    )
+    default_budget_tokens = models.PositiveIntegerField(
+        default=2000, validators=[MinValueValidator(1), MaxValueValidator(100_000)],
+        help_text="Token budget of a prefetch when the recall names none (tokens as the embedding tokenizer counts).",
+    )
+    admission_policy = models.CharField(
+        max_length=32, choices=AdmissionPolicy.choices, default=AdmissionPolicy.SIGNAL,
+        help_text="Signal only, or signal plus the built-in verifier on the answer text.",
+    )
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(similarity_threshold__gte=0) & Q(similarity_threshold__lte=1),
+                name="tenant_similarity_threshold_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(coverage_floor__gte=0) & Q(coverage_floor__lte=1),
+                name="tenant_coverage_floor_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(default_budget_tokens__gte=1) & Q(default_budget_tokens__lte=100_000),
+                name="tenant_default_budget_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ApiKey(models.Model):
+    """A tenant's API key: ``tc_<prefix>_<secret>``. Only the prefix and an HMAC digest of
+    the whole key are stored; the key is shown once."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    scope_prefixes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (tc_{self.prefix}_…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def allows_scope(self, scope: str) -> bool:
+        return not self.scope_prefixes or any(scope.startswith(p) for p in self.scope_prefixes)
+
+
+class Role(models.TextChoices):
+    SUPPORT = "support", "Support"
+    ADMIN = "admin", "Admin"
+    COMPLIANCE = "compliance", "Compliance"
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="membership_one_role_per_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.tenant} ({self.role})"
+
+
+class AuditAction(models.TextChoices):
+    TRAIL_PURGE = "trail.purge", "Trail purged"
+    TRAIL_QUARANTINE = "trail.quarantine", "Trail quarantined"
+    TRAIL_RELEASE = "trail.release", "Trail released"
+    SETTINGS_CHANGE = "settings.change", "Settings changed"
+    KEY_CREATE = "apikey.create", "API key created"
+    KEY_REVOKE = "apikey.revoke", "API key revoked"
+    EXPORT = "export.create", "Export requested"
+    SUBJECT_ERASE = "subject.erase", "Subject erased"
+
+
+class AuditEntry(models.Model):
+    """Who did what, when; written in the same transaction as the action."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_entries")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # "operator:<email>" or "apikey:<prefix>": kept when the user or key is gone.
+    actor_label = models.CharField(max_length=200)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    target = models.CharField(max_length=300, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "-created_at"], name="audit_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.target}"

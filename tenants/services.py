@@ -1,0 +1,100 @@
+"""Writes for tenants: creation, API keys, settings, memberships, the audit log."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from tenants.models import ApiKey, AuditAction, AuditEntry, Membership, Role, Tenant
+
+KEY_PREFIX = "tc_"
+
+
+def _digest(raw_key: str) -> str:
+    return hmac.new(settings.API_KEY_PEPPER.encode(), raw_key.encode(), hashlib.sha256).hexdigest()
+
+
+def tenant_create(*, slug: str, name: str = "") -> Tenant:
+    tenant = Tenant(slug=slug, name=name or slug)
+    tenant.full_clean()
+    tenant.save()
+    return tenant
+
+
+def audit_record(
+    *, tenant: Tenant, actor_label: str, action: AuditAction, target: str = "",
+    details: dict[str, Any] | None = None, actor: Any = None,
+) -> AuditEntry:
+    """One audit entry; call inside the action's transaction."""
+    return AuditEntry.objects.create(
+        tenant=tenant, actor=actor, actor_label=actor_label, action=action, target=target[:300],
+        details=details or {},
+    )
+
+
+def api_key_create(
+    *, tenant: Tenant, name: str, scope_prefixes: list[str] | None = None, actor_label: str = "system",
+    actor: Any = None,
+) -> tuple[ApiKey, str]:
+    """A new key; returns (row, the raw key). The raw key is never stored: show it once."""
+    prefix = secrets.token_hex(4)
+    raw = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    key = ApiKey(tenant=tenant, name=name, prefix=prefix, digest=_digest(raw),
+                 scope_prefixes=[p for p in (scope_prefixes or []) if p])
+    key.full_clean()
+    with transaction.atomic():
+        key.save()
+        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_CREATE,
+                     target=f"{name} (tc_{prefix})", details={"scope_prefixes": key.scope_prefixes})
+    return key, raw
+
+
+def api_key_revoke(*, key: ApiKey, actor_label: str, actor: Any = None) -> ApiKey:
+    with transaction.atomic():
+        if key.revoked_at is None:
+            key.revoked_at = timezone.now()
+            key.save(update_fields=["revoked_at"])
+            audit_record(tenant=key.tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_REVOKE,
+                         target=f"{key.name} (tc_{key.prefix})")
+    return key
+
+
+def api_key_authenticate(raw_key: str) -> ApiKey | None:
+    """The active key for ``raw_key``, or None. Constant-time digest comparison."""
+    if not raw_key.startswith(KEY_PREFIX):
+        return None
+    prefix, sep, _secret = raw_key[len(KEY_PREFIX):].partition("_")
+    if not sep or not prefix:
+        return None
+    key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if key is None or not hmac.compare_digest(key.digest, _digest(raw_key)):
+        return None
+    now = timezone.now()
+    # last_used is coarse (a minute) so a busy key doesn't write on every request.
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+def operator_create(*, email: str, password: str, tenant: Tenant | None, role: Role | str | None,
+                    superuser: bool = False) -> Any:
+    """A console operator (a Django user, username = email) with a role in a tenant."""
+    User = get_user_model()
+    with transaction.atomic():
+        user, _ = User.objects.get_or_create(username=email, defaults={"email": email})
+        user.email = email
+        user.is_staff = superuser
+        user.is_superuser = superuser
+        user.set_password(password)
+        user.save()
+        if tenant is not None and role:
+            Membership.objects.update_or_create(user=user, tenant=tenant, defaults={"role": role})
+    return user
