@@ -233,18 +233,39 @@ def trail_delete(*, tenant: Tenant, trail_id: object) -> None:
     trail.delete()
 
 
-def trail_set_status(*, tenant: Tenant, trail_ids: Iterable[object], status: TrailStatus) -> int:
-    """Quarantine or release (→ active) trails of a tenant; returns how many changed."""
-    return (
-        Trail.objects.filter(tenant=tenant, pk__in=list(trail_ids))
-        .exclude(status=status)
-        .update(status=status, status_changed_at=timezone.now())
-    )
+def trail_set_status(
+    *, tenant: Tenant, trail_ids: Iterable[object], status: TrailStatus, actor_label: str, actor: Any = None
+) -> int:
+    """Quarantine trails, or release them (→ active) after review; one audit entry per call.
+    Returns how many changed."""
+    ids = [str(i) for i in trail_ids]
+    with transaction.atomic():
+        changed = (
+            Trail.objects.filter(tenant=tenant, pk__in=ids)
+            .exclude(status=status)
+            .update(status=status, status_changed_at=timezone.now())
+        )
+        if changed:
+            action = AuditAction.TRAIL_QUARANTINE if status == TrailStatus.QUARANTINED else AuditAction.TRAIL_RELEASE
+            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=action,
+                         target=_trail_target(ids), details={"trail_ids": ids, "count": changed})
+    return changed
 
 
-def trails_purge(*, tenant: Tenant, trail_ids: Iterable[object]) -> int:
-    deleted, by_model = Trail.objects.filter(tenant=tenant, pk__in=list(trail_ids)).delete()
-    return by_model.get(Trail._meta.label, 0)
+def trails_purge(*, tenant: Tenant, trail_ids: Iterable[object], actor_label: str, actor: Any = None) -> int:
+    """Delete trails of a tenant (citations go with them); one audit entry. Returns how many."""
+    ids = [str(i) for i in trail_ids]
+    with transaction.atomic():
+        _, by_model = Trail.objects.filter(tenant=tenant, pk__in=ids).delete()
+        purged = by_model.get(Trail._meta.label, 0)
+        if purged:
+            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_PURGE,
+                         target=_trail_target(ids), details={"trail_ids": ids, "count": purged})
+    return purged
+
+
+def _trail_target(ids: list[str]) -> str:
+    return f"trail {ids[0]}" if len(ids) == 1 else f"{len(ids)} trails"
 
 
 # ---- recall ---------------------------------------------------------------------------------

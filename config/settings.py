@@ -96,7 +96,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Only for `collectstatic` in a deployment; whitenoise serves from the apps' folders otherwise.
+STATIC_ROOT = env_str("TRAILCACHE_STATIC_ROOT", "") or None
 # Serve straight from the apps' static folders: no collectstatic step for `make run`.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG

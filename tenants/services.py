@@ -28,6 +28,36 @@ def tenant_create(*, slug: str, name: str = "") -> Tenant:
     return tenant
 
 
+SETTINGS_FIELDS = (
+    "trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days",
+    "similarity_threshold", "coverage_floor", "default_budget_tokens", "admission_policy",
+)
+
+
+def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_label: str, actor: Any = None) -> Tenant:
+    """Validate and save retention and matching settings; audit what changed (old → new).
+    Raises django ValidationError with per-field messages; nothing is saved then."""
+    unknown = set(changes) - set(SETTINGS_FIELDS)
+    if unknown:
+        raise ValueError(f"not tenant settings: {sorted(unknown)}")
+    before = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
+    for field, value in changes.items():
+        setattr(tenant, field, value)
+    try:
+        tenant.full_clean()
+    except Exception:
+        tenant.refresh_from_db()
+        raise
+    after = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
+    diff = {f: {"old": before[f], "new": after[f]} for f in SETTINGS_FIELDS if before[f] != after[f]}
+    if diff:
+        with transaction.atomic():
+            tenant.save(update_fields=list(diff))
+            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SETTINGS_CHANGE,
+                         target=", ".join(diff), details=diff)
+    return tenant
+
+
 def audit_record(
     *, tenant: Tenant, actor_label: str, action: AuditAction, target: str = "",
     details: dict[str, Any] | None = None, actor: Any = None,

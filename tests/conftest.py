@@ -1,0 +1,93 @@
+"""Shared fixtures: tenants, API keys and clients against the real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from tenants.models import Tenant
+from tenants.services import api_key_create, tenant_create
+
+
+class ApiCaller:
+    """A tenant's API client with its key; literal URLs in tests pin the contract."""
+
+    def __init__(self, tenant: Tenant, raw_key: str) -> None:
+        self.tenant = tenant
+        self.raw_key = raw_key
+        self.client = APIClient()
+        self.client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+
+    def get(self, url: str, **kw: Any) -> Any:
+        return self.client.get(url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> Any:
+        return self.client.delete(url, **kw)
+
+    def post(self, url: str, data: Any = None, **kw: Any) -> Any:
+        return self.client.post(url, data, format="json", **kw)
+
+    def put(self, url: str, data: Any = None, **kw: Any) -> Any:
+        return self.client.put(url, data, format="json", **kw)
+
+    # Short-hands for the common calls.
+    def upsert(self, sections: dict[str, str]) -> Any:
+        response = self.put("/api/v1/sections", {"sections": [{"id": k, "text": v} for k, v in sections.items()]})
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    def record(self, *, query: str, cited: list[str], scope: str = "default", accepted: bool | None = True,
+               **extra: Any) -> Any:
+        body: dict[str, Any] = {
+            "scope": scope, "query": query, "cited": cited,
+            "steps": [{"tool": "search", "args": {"q": query}, "returned": cited}],
+        }
+        if accepted is not None:
+            body["signal"] = {"source": "caller", "accepted": accepted}
+        body.update(extra)
+        return self.post("/api/v1/trails", body)
+
+    def recall(self, query: str, *, scope: str = "default", **extra: Any) -> dict[str, Any]:
+        response = self.post("/api/v1/recall", {"scope": scope, "query": query, **extra})
+        assert response.status_code == 200, response.content
+        return response.json()
+
+
+@pytest.fixture
+def make_tenant(db: None) -> Callable[..., Tenant]:
+    counter = {"n": 0}
+
+    def make(slug: str | None = None, **settings: Any) -> Tenant:
+        counter["n"] += 1
+        tenant = tenant_create(slug=slug or f"tenant-{counter['n']}")
+        for field, value in settings.items():
+            setattr(tenant, field, value)
+        if settings:
+            tenant.save()
+        return tenant
+
+    return make
+
+
+@pytest.fixture
+def make_caller(make_tenant: Callable[..., Tenant]) -> Callable[..., ApiCaller]:
+    def make(tenant: Tenant | None = None, scopes: list[str] | None = None, **settings: Any) -> ApiCaller:
+        tenant = tenant or make_tenant(**settings)
+        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [])
+        return ApiCaller(tenant, raw)
+
+    return make
+
+
+@pytest.fixture
+def caller(make_caller: Callable[..., ApiCaller]) -> ApiCaller:
+    return make_caller()
+
+
+@pytest.fixture
+def outsider(make_caller: Callable[..., ApiCaller]) -> ApiCaller:
+    """Another tenant's key: must never see the first tenant's data."""
+    return make_caller()
