@@ -81,6 +81,8 @@ if not _database_url:
 DATABASES = {"default": parse_database_url(_database_url)}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Separate names let several test runs share one server without clashing.
+DATABASES["default"]["TEST"] = {"NAME": env_str("TRAILCACHE_TEST_DB", "test_trailcache")}
 # A generic cached plan can't route the nearest-neighbour query by scope size.
 DATABASES["default"]["OPTIONS"].setdefault("options", "-c plan_cache_mode=force_custom_plan")
 

@@ -1,0 +1,50 @@
+"""Feedback on a recall."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from cachecore import selectors
+from cachecore.models import (
+    RecallEvent,
+    SignalSource,
+    Trail,
+    TrailStatus,
+)
+from tenants.models import Tenant
+
+
+def feedback_apply(*, tenant: Tenant, recall_id: object, accepted: bool) -> RecallEvent:
+    """Feedback on a recall. Negative: the trail it served is quarantined (kept for review),
+    and a pending trail recorded after it too. Positive: the served trail is reinforced and a
+    pending trail recorded after it becomes active."""
+    with transaction.atomic():
+        event = selectors.recall_event_get(tenant=tenant, recall_id=recall_id)
+        event = RecallEvent.objects.select_for_update().get(pk=event.pk)
+        now = timezone.now()
+        event.feedback, event.feedback_at = accepted, now
+        event.save(update_fields=["feedback", "feedback_at"])
+        served = Trail.objects.filter(tenant=tenant, pk=event.trail_id) if event.trail_id else Trail.objects.none()
+        recorded = (
+            Trail.objects.filter(tenant=tenant, pk=event.recorded_trail_id, status=TrailStatus.PENDING)
+            if event.recorded_trail_id else Trail.objects.none()
+        )
+        if accepted:
+            served.update(positive_feedback=F("positive_feedback") + 1)
+            recorded.update(
+                status=TrailStatus.ACTIVE, status_changed_at=now, signal_source=SignalSource.USER,
+                signal_accepted=True, expires_at=now + timedelta(days=tenant.trail_ttl_days),
+            )
+        else:
+            served.update(negative_feedback=F("negative_feedback") + 1)
+            served.exclude(status=TrailStatus.QUARANTINED).update(
+                status=TrailStatus.QUARANTINED, status_changed_at=now
+            )
+            recorded.update(status=TrailStatus.QUARANTINED, status_changed_at=now)
+    return event
+
+

@@ -1,0 +1,148 @@
+"""Sections: upsert by hash, delete, invalidation of the trails citing them, chunk embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from cachecore.embedding import get_embedder
+from cachecore.engine.text import content_hash, split_chunks
+from cachecore.errors import InvalidInput, NotFound
+from cachecore.models import (
+    Section,
+    SectionChunk,
+)
+from tenants.models import Tenant
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    created: int
+    updated: int
+    unchanged: int
+    invalidated_trails: int
+
+
+def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> UpsertResult:
+    """Create or update sections by external id; the server hashes the text. An identical
+    rewrite changes nothing. Trails citing a changed section are invalidated (stale when every
+    cited section changed). All or nothing."""
+    ids = [s["id"] for s in sections]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
+    if duplicates:
+        raise InvalidInput("duplicate section ids in one request",
+                           fields={"sections": [f"duplicate id: {i}" for i in duplicates]})
+    incoming = {s["id"]: s["text"] for s in sections}
+    embedder = get_embedder()
+    with transaction.atomic():
+        existing = {
+            s.external_id: s
+            for s in Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
+        }
+        to_create: list[Section] = []
+        to_update: list[Section] = []
+        for section_id, text in incoming.items():
+            digest = content_hash(text)
+            current = existing.get(section_id)
+            if current is None:
+                to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest))
+            elif current.sha256 != digest or current.text is None:
+                current.text, current.sha256, current.chunks_ready = text, digest, False
+                to_update.append(current)
+        changed = to_create + to_update
+        token_counts = embedder.count_tokens_batch([s.text or "" for s in changed])
+        for section, tokens in zip(changed, token_counts):
+            section.token_count = tokens
+        now = timezone.now()
+        Section.objects.bulk_create(to_create)
+        for section in to_update:
+            section.updated_at = now
+        Section.objects.bulk_update(to_update, ["text", "sha256", "token_count", "chunks_ready", "updated_at"])
+        changed_ids = [s.external_id for s in to_update]
+        invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=changed_ids)
+        section_chunks_schedule(section_pks=[s.pk for s in changed])
+    return UpsertResult(
+        created=len(to_create), updated=len(to_update),
+        unchanged=len(incoming) - len(to_create) - len(to_update), invalidated_trails=invalidated,
+    )
+
+
+def section_delete(*, tenant: Tenant, section_id: str) -> int:
+    """Delete a section; trails citing it see it as changed. Returns invalidated trails."""
+    with transaction.atomic():
+        deleted, _ = Section.objects.filter(tenant=tenant, external_id=section_id).delete()
+        if not deleted:
+            raise NotFound("section not found")
+        return trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+
+
+def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]) -> int:
+    """Through the reverse index: trails citing any of ``section_ids`` are affected; those
+    none of whose cited sections is unchanged become stale at once. Returns affected trails.
+    Read-time validation stays the guarantee; this keeps statuses honest for the console."""
+    if not section_ids:
+        return 0
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            WITH affected AS (
+                SELECT DISTINCT c.trail_id FROM cachecore_citation c
+                JOIN cachecore_trail t ON t.id = c.trail_id
+                WHERE c.tenant_id = %(tenant)s AND c.section_id = ANY(%(ids)s)
+                  AND t.status IN ('active', 'pending')
+            ), dead AS (
+                SELECT a.trail_id FROM affected a
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM cachecore_citation c2
+                    JOIN cachecore_section s ON s.tenant_id = c2.tenant_id AND s.external_id = c2.section_id
+                    WHERE c2.trail_id = a.trail_id AND s.sha256 = c2.recorded_hash
+                )
+            ), marked AS (
+                UPDATE cachecore_trail SET status = 'stale', status_changed_at = now()
+                WHERE id IN (SELECT trail_id FROM dead) RETURNING id
+            )
+            SELECT (SELECT count(*) FROM affected), (SELECT count(*) FROM marked)
+            """,
+            {"tenant": tenant.pk, "ids": list(section_ids)},
+        )
+        affected, _marked = cur.fetchone()
+    return int(affected)
+
+
+def section_chunks_schedule(*, section_pks: Sequence[int]) -> None:
+    """Chunk embeddings for coverage: computed now for small upserts, in a background task
+    for large ones (recall treats a section without ready chunks as coverage-unknown)."""
+    if section_pks:
+        section_chunks_compute(section_pks=section_pks)
+
+
+def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
+    """(Re)compute chunk embeddings of the given sections from their current text.
+    Idempotent; sections gone or without text are skipped. Returns chunks written."""
+    sections = list(Section.objects.filter(pk__in=section_pks).only("pk", "text", "sha256"))
+    pending: list[tuple[Section, list[str]]] = [
+        (s, split_chunks(s.text)) for s in sections if s.text
+    ]
+    texts = [chunk for _, chunks in pending for chunk in chunks]
+    vectors = get_embedder().embed(texts) if texts else []
+    rows: list[SectionChunk] = []
+    i = 0
+    for section, chunks in pending:
+        for ordinal, chunk in enumerate(chunks):
+            rows.append(SectionChunk(section=section, ordinal=ordinal, sha256=section.sha256, text=chunk,
+                                     embedding=vectors[i]))
+            i += 1
+    with transaction.atomic():
+        # Only sections whose text did not change meanwhile get these chunks.
+        current = dict(Section.objects.select_for_update().filter(pk__in=[s.pk for s, _ in pending])
+                       .values_list("pk", "sha256"))
+        fresh = {s.pk for s, _ in pending if current.get(s.pk) == s.sha256}
+        SectionChunk.objects.filter(section_id__in=section_pks).delete()
+        SectionChunk.objects.bulk_create([r for r in rows if r.section_id in fresh], batch_size=500)
+        Section.objects.filter(pk__in=fresh).update(chunks_ready=True)
+    return sum(1 for r in rows if r.section_id in fresh)
+
+

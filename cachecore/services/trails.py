@@ -1,0 +1,125 @@
+"""Trails: record (admission), delete, quarantine/release, purge."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from cachecore import selectors
+from cachecore.embedding import get_embedder
+from cachecore.engine.text import normalise_query
+from cachecore.errors import InvalidInput, NotFound, UnknownSections
+from cachecore.models import (
+    Citation,
+    RecallEvent,
+    SignalSource,
+    Trail,
+    TrailStatus,
+)
+from tenants.models import AuditAction, Tenant
+from tenants.services import audit_record
+
+POSITIVE_SOURCES = {SignalSource.VERIFIER, SignalSource.USER, SignalSource.CALLER}
+
+
+def trail_record(
+    *,
+    tenant: Tenant,
+    scope: str,
+    query: str,
+    steps: list[dict[str, Any]],
+    cited: list[str],
+    signal: dict[str, Any] | None,
+    subject: str = "",
+    answer: str | None = None,
+    recall_id: str | None = None,
+) -> Trail:
+    """Store a trail. Active with a positive signal (and, under the verifier policy, a passing
+    verdict on ``answer``, which is never stored); otherwise pending with a short TTL.
+    Cited ids unknown to the tenant → UnknownSections; nothing is written then."""
+    if len(set(cited)) != len(cited):
+        raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
+    hashes = selectors.sections_current_hashes(tenant=tenant, section_ids=cited)
+    unknown = [i for i in cited if i not in hashes]
+    if unknown:
+        raise UnknownSections(unknown)
+    recall_event = None
+    if recall_id is not None:
+        try:
+            recall_event = selectors.recall_event_get(tenant=tenant, recall_id=recall_id)
+        except NotFound as exc:
+            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
+    normalised = normalise_query(query)
+    embedding = get_embedder().embed_one(normalised)
+    source = (signal or {}).get("source") or ""
+    accepted = (signal or {}).get("accepted")
+    positive = accepted is True and source in POSITIVE_SOURCES
+    verdict = None
+    now = timezone.now()
+    status = TrailStatus.ACTIVE if positive else TrailStatus.PENDING
+    expires = now + (timedelta(days=tenant.trail_ttl_days) if positive else timedelta(hours=tenant.pending_ttl_hours))
+    with transaction.atomic():
+        trail = Trail(
+            tenant=tenant, scope=scope, query=query, query_normalised=normalised, embedding=embedding,
+            steps=steps, status=status, signal_source=source, signal_accepted=accepted, verdict=verdict,
+            subject=subject, expires_at=expires, status_changed_at=now,
+        )
+        trail.save(force_insert=True)
+        Citation.objects.bulk_create([
+            Citation(trail=trail, tenant=tenant, section_id=sid, position=pos, recorded_hash=hashes[sid])
+            for pos, sid in enumerate(cited)
+        ])
+        if recall_event is not None:
+            cited_set = set(cited)
+            RecallEvent.objects.filter(pk=recall_event.pk).update(
+                recorded_trail=trail,
+                served_cited=sum(1 for sid in recall_event.served_ids if sid in cited_set),
+                subject=subject or recall_event.subject,
+            )
+    return trail
+
+
+def trail_delete(*, tenant: Tenant, trail_id: object) -> None:
+    trail = selectors.trail_get(tenant=tenant, trail_id=trail_id)
+    trail.delete()
+
+
+def trail_set_status(
+    *, tenant: Tenant, trail_ids: Iterable[object], status: TrailStatus, actor_label: str, actor: Any = None
+) -> int:
+    """Quarantine trails, or release them (→ active) after review; one audit entry per call.
+    Returns how many changed."""
+    ids = [str(i) for i in trail_ids]
+    with transaction.atomic():
+        changed = (
+            Trail.objects.filter(tenant=tenant, pk__in=ids)
+            .exclude(status=status)
+            .update(status=status, status_changed_at=timezone.now())
+        )
+        if changed:
+            action = AuditAction.TRAIL_QUARANTINE if status == TrailStatus.QUARANTINED else AuditAction.TRAIL_RELEASE
+            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=action,
+                         target=_trail_target(ids), details={"trail_ids": ids, "count": changed})
+    return changed
+
+
+def trails_purge(*, tenant: Tenant, trail_ids: Iterable[object], actor_label: str, actor: Any = None) -> int:
+    """Delete trails of a tenant (citations go with them); one audit entry. Returns how many."""
+    ids = [str(i) for i in trail_ids]
+    with transaction.atomic():
+        _, by_model = Trail.objects.filter(tenant=tenant, pk__in=ids).delete()
+        purged = by_model.get(Trail._meta.label, 0)
+        if purged:
+            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_PURGE,
+                         target=_trail_target(ids), details={"trail_ids": ids, "count": purged})
+    return purged
+
+
+def _trail_target(ids: list[str]) -> str:
+    return f"trail {ids[0]}" if len(ids) == 1 else f"{len(ids)} trails"
+
+
