@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count, Func, Q, QuerySet, Sum
+from django.utils import timezone
 
 from cachecore.errors import NotFound
 from cachecore.models import Citation, MissReason, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
@@ -26,7 +28,7 @@ def _vector_literal(vector: np.ndarray) -> str:
 def trail_get(*, tenant: Tenant, trail_id: object) -> Trail:
     try:
         return Trail.objects.get(tenant=tenant, pk=trail_id)
-    except (Trail.DoesNotExist, ValueError, TypeError) as exc:
+    except (Trail.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
         raise NotFound("trail not found") from exc
 
 
@@ -40,7 +42,7 @@ def section_get(*, tenant: Tenant, section_id: str) -> Section:
 def recall_event_get(*, tenant: Tenant, recall_id: object) -> RecallEvent:
     try:
         return RecallEvent.objects.get(tenant=tenant, pk=recall_id)
-    except (RecallEvent.DoesNotExist, ValueError, TypeError) as exc:
+    except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
         raise NotFound("recall not found") from exc
 
 
@@ -93,14 +95,14 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
     order = "(embedding <=> %s::vector) + 0" if exact else "embedding <=> %s::vector"
     sql = (
         "SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
-        "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > now() "
+        "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
         f"ORDER BY {order} LIMIT %s"
     )
     with connection.cursor() as cur:
         if not exact:
             cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cur.execute("SET LOCAL hnsw.ef_search = 100")
-        cur.execute(sql, [vector, tenant.pk, scope, vector, limit])
+        cur.execute(sql, [vector, tenant.pk, scope, timezone.now(), vector, limit])
         rows = cur.fetchall()
     candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2]) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
@@ -214,3 +216,148 @@ def stats_for_tenant(
         "feedback": {"positive": agg["feedback_positive"], "negative": agg["feedback_negative"]},
         "trails": {status: by_status.get(status, 0) for status in TrailStatus.values},
     }
+
+
+# ---- console
+
+def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, object]]:
+    """Recalls per UTC day by outcome for the last ``days`` days (today included), oldest
+    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss"}]``. One GROUP BY.
+    ``tenant=None`` counts every tenant (superusers' overview)."""
+    from django.db.models.functions import TruncDate
+
+    start = console_window_start(days=days)
+    events = RecallEvent.objects.filter(created_at__gte=start)
+    if tenant is not None:
+        events = events.filter(tenant=tenant)
+    rows = (
+        events.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
+            hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
+            miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
+        )
+        .order_by("day")
+    )
+    by_day = {r["day"]: r for r in rows}
+    first = start.date()
+    out: list[dict[str, object]] = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        row = by_day.get(day, {})
+        out.append({"day": day, "prefetch": row.get("prefetch", 0), "hint": row.get("hint", 0),
+                    "miss": row.get("miss", 0)})
+    return out
+
+
+def console_window_start(*, days: int) -> datetime:
+    """Start (UTC midnight) of a window of ``days`` whole days ending today: the dashboard's
+    totals (stats_for_tenant since=) and its per-day bars cover exactly the same events."""
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    return datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+
+
+def stats_all_tenants(*, since: datetime | None = None) -> dict[str, object]:
+    """The stats_for_tenant numbers summed over every tenant, plus one row per tenant
+    (slug, recalls, hit_rate, trails). Three grouped queries, whatever the tenant count."""
+    events = RecallEvent.objects.all()
+    if since:
+        events = events.filter(created_at__gte=since)
+    per_tenant = {
+        r["tenant"]: r for r in events.values("tenant").annotate(
+            recalls=Count("id"),
+            prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
+            hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
+            miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
+            stale=Count("id", filter=Q(miss_reason=MissReason.STALE)),
+            escalated=Count("id", filter=Q(escalated=True)),
+        ).order_by()
+    }
+    trail_counts: dict[object, dict[str, int]] = {}
+    for tenant_id, status, n in Trail.objects.values_list("tenant", "status").annotate(n=Count("id")).order_by():
+        trail_counts.setdefault(tenant_id, {})[status] = n
+    keys = ("recalls", "prefetch", "hint", "miss", "stale", "escalated")
+    totals = dict.fromkeys(keys, 0)
+    rows = []
+    for tenant in Tenant.objects.order_by("slug"):
+        r = per_tenant.get(tenant.pk, {})
+        for k in keys:
+            totals[k] += r.get(k, 0)
+        trails = trail_counts.get(tenant.pk, {})
+        rows.append({
+            "tenant": tenant, "recalls": r.get("recalls", 0),
+            "hit_rate": _rate(r.get("prefetch", 0) + r.get("hint", 0), r.get("recalls", 0)),
+            "trails": sum(trails.values()), "active": trails.get(TrailStatus.ACTIVE, 0),
+        })
+    by_status = {s: sum(c.get(s, 0) for c in trail_counts.values()) for s in TrailStatus.values}
+    recalls = totals["recalls"]
+    return {
+        "recalls": recalls, "prefetch": totals["prefetch"], "hint": totals["hint"], "miss": totals["miss"],
+        "hit_rate": _rate(totals["prefetch"] + totals["hint"], recalls),
+        "stale_rate": _rate(totals["stale"], recalls),
+        "escalation_rate": _rate(totals["escalated"], recalls),
+        "trails": by_status, "tenants": rows,
+    }
+
+
+def top_trails_by_hits(*, tenant: Tenant | None, limit: int = 10) -> list[Trail]:
+    trails = Trail.objects.filter(hits__gt=0)
+    if tenant is not None:
+        trails = trails.filter(tenant=tenant)
+    return list(
+        trails.select_related("tenant").only("id", "tenant__slug", "scope", "query", "status", "hits", "last_hit_at")
+        .order_by("-hits", "-last_hit_at")[:limit]
+    )
+
+
+def trail_status_counts(*, trails: QuerySet[Trail]) -> dict[str, int]:
+    """Trails of an already filtered queryset by status (one GROUP BY)."""
+    rows = dict(trails.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {status: rows.get(status, 0) for status in TrailStatus.values}
+
+
+def capped_count(*, queryset: QuerySet, cap: int = 10_000) -> tuple[int, bool]:
+    """(count, capped): counts at most ``cap`` + 1 rows, so a list of millions stays fast."""
+    n = queryset.order_by().values("pk")[: cap + 1].count()
+    return (cap, True) if n > cap else (n, False)
+
+
+def recalls_for_trail(*, tenant: Tenant, trail: Trail, limit: int = 50) -> list[RecallEvent]:
+    return list(
+        RecallEvent.objects.filter(tenant=tenant, trail=trail)
+        .only("id", "created_at", "outcome", "similarity", "coverage", "escalated", "feedback", "scope", "query",
+              "latency_ms", "miss_reason")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def sections_search(*, tenant: Tenant, q: str = "") -> QuerySet[Section]:
+    """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index)."""
+    sections = Section.objects.filter(tenant=tenant)
+    q = q.strip()
+    if q:
+        sections = sections.filter(Q(external_id__icontains=q) | Q(text__icontains=q))
+    return sections.order_by("external_id")
+
+
+def trails_citing_with_state(*, tenant: Tenant, section: Section | None, section_id: str,
+                             limit: int = 100) -> list[dict[str, object]]:
+    """Trails citing a section, newest first, each with the hash it recorded and whether
+    that still matches the section now (valid / changed / missing). One query."""
+    from cachecore.engine.outcome import section_state
+
+    rows = (
+        Citation.objects.filter(tenant=tenant, section_id=section_id)
+        .select_related("trail")
+        .only("recorded_hash", "trail__id", "trail__scope", "trail__query", "trail__status", "trail__hits",
+              "trail__created_at")
+        .order_by("-trail__created_at")[:limit]
+    )
+    current = section.sha256 if section is not None else None
+    return [
+        {"trail": c.trail, "recorded_hash": c.recorded_hash,
+         "state": section_state(recorded_hash=c.recorded_hash, current_hash=current).value}
+        for c in rows
+    ]
