@@ -125,7 +125,9 @@ def test_a_batch_with_one_bad_item_writes_none_of_it(seeded):
 
 
 def test_malformed_json_is_400(seeded):
-    response = seeded.client.post("/api/v1/recall", data='{"scope": "default", "query": ', content_type="application/json")
+    response = seeded.client.post(
+        "/api/v1/recall", data='{"scope": "default", "query": ', content_type="application/json"
+    )
     assert response.status_code == 400
     assert response.json()["error"] == "parse_error"
 
