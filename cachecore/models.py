@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
@@ -196,3 +197,108 @@ class RecallEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} {self.scope} {self.created_at:%Y-%m-%d %H:%M}"
+
+
+# ---- background work ----------------------------------------------------------------------------
+
+class JobKind(models.TextChoices):
+    SECTION_CHUNKS = "section_chunks", "Section chunk embeddings"
+    TRAILS_INVALIDATE = "trails_invalidate", "Trail invalidation fan-out"
+    EXPORT = "export", "Compliance export"
+    SUBJECT_ERASE = "subject_erase", "Subject erasure"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class Job(models.Model):
+    """Durable background work: written in the transaction of the request that accepted it,
+    published to the broker after commit, re-published by a sweeper while it never started.
+    Progress as numbers; a short error code when it failed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=32, choices=JobKind.choices)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    progress_done = models.PositiveBigIntegerField(default=0)
+    progress_total = models.PositiveBigIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    actor_label = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Set when a publish reached the broker; null means the sweeper must publish it.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    # Touched with each progress step; a running job silent for long is handed back to the queue.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Exports: the file under MEDIA_ROOT, deleted after TRAILCACHE_EXPORT_RETENTION_DAYS.
+    file_name = models.CharField(max_length=300, blank=True)
+    file_expires_at = models.DateTimeField(null=True, blank=True)
+    file_deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_kind_valid"),
+            models.CheckConstraint(condition=Q(status__in=JobStatus.values), name="job_status_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "kind", "-created_at"], name="job_tenant_kind_created"),
+            models.Index(fields=["status", "created_at"], name="job_unfinished",
+                         condition=Q(status__in=["queued", "running"])),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} {self.pk}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+    @property
+    def percent(self) -> int:
+        if self.status == JobStatus.DONE:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(100, int(100 * self.progress_done / self.progress_total))
+
+
+class DailyStat(models.Model):
+    """Recall counts per tenant, scope and UTC day, rolled up from the recall log so charts
+    over months never scan raw events (which retention deletes anyway)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="daily_stats")
+    scope = models.CharField(max_length=200)
+    day = models.DateField()
+    recalls = models.PositiveIntegerField(default=0)
+    prefetch = models.PositiveIntegerField(default=0)
+    hint = models.PositiveIntegerField(default=0)
+    miss = models.PositiveIntegerField(default=0)
+    stale = models.PositiveIntegerField(default=0)
+    escalated = models.PositiveIntegerField(default=0)
+    feedback_positive = models.PositiveIntegerField(default=0)
+    feedback_negative = models.PositiveIntegerField(default=0)
+    served_cited = models.PositiveIntegerField(default=0)
+    served_total = models.PositiveIntegerField(default=0)
+    latency_ms_sum = models.FloatField(default=0.0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant", "day", "scope"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "scope", "day"], name="dailystat_unique_day"),
+        ]
+        indexes = [models.Index(fields=["tenant", "day"], name="dailystat_tenant_day")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.scope} {self.day}"

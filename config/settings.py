@@ -148,6 +148,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must never hang a request when the broker is down: fail fast, the outbox sweeper retries.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+# No retry loop around a publish either: a failed publish leaves the job row queued for the sweeper.
+CELERY_TASK_PUBLISH_RETRY = False
+# Job state lives in job rows, not in a result backend.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Changed sections per upsert above which trails are invalidated in a background job.
+TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = env_int("TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS", 100, minimum=0)
+# Export files are deleted this many days after they are written.
+TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -1,9 +1,13 @@
 """Every write of the engine: sections, trails, recalls, feedback, erasure. The API, the
 console and Celery tasks all call these (``from cachecore import services``)."""
 
-from cachecore.services.erasure import subject_erase, subject_hash
+from cachecore.services.erasure import subject_erase, subject_erase_request, subject_hash
+from cachecore.services.exports import export_file, export_request
 from cachecore.services.feedback import feedback_apply
+from cachecore.services.jobs import job_create, job_execute, jobs_requeue
 from cachecore.services.recall import RecallResult, recall
+from cachecore.services.retention import retention_sweep, tenant_retention_sweep
+from cachecore.services.rollups import stats_rollup, stats_rollup_tenant
 from cachecore.services.sections import (
     UpsertResult,
     section_chunks_compute,
@@ -11,23 +15,35 @@ from cachecore.services.sections import (
     section_delete,
     sections_upsert,
     trails_invalidate_for_sections,
+    trails_invalidate_schedule,
 )
 from cachecore.services.trails import trail_delete, trail_record, trail_set_status, trails_purge
 
 __all__ = [
     "RecallResult",
     "UpsertResult",
+    "export_file",
+    "export_request",
     "feedback_apply",
+    "job_create",
+    "job_execute",
+    "jobs_requeue",
     "recall",
+    "retention_sweep",
     "section_chunks_compute",
     "section_chunks_schedule",
     "section_delete",
     "sections_upsert",
+    "stats_rollup",
+    "stats_rollup_tenant",
     "subject_erase",
+    "subject_erase_request",
     "subject_hash",
+    "tenant_retention_sweep",
     "trail_delete",
     "trail_record",
     "trail_set_status",
     "trails_invalidate_for_sections",
+    "trails_invalidate_schedule",
     "trails_purge",
 ]

@@ -8,6 +8,9 @@ from typing import Any
 from django.db import transaction
 
 from cachecore.models import (
+    Job,
+    JobKind,
+    JobStatus,
     RecallEvent,
     Trail,
 )
@@ -20,18 +23,63 @@ def subject_hash(subject: str) -> str:
     return hashlib.sha256(subject.encode("utf-8")).hexdigest()
 
 
+def _scrub_jobs(*, tenant: Tenant, subject: str, digest: str) -> None:
+    """Job rows that carry the subject (an export filter, an erasure request) keep its hash."""
+    for job in Job.objects.select_for_update().filter(tenant=tenant, params__subject=subject):
+        job.params = {**{k: v for k, v in job.params.items() if k != "subject"}, "subject_sha256": digest}
+        job.save(update_fields=["params"])
+
+
 def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> int:
     """Erase every trail recorded with ``subject`` (their citations go with them) and every
-    logged recall carrying it; the audit entry keeps the subject's hash, never the subject.
-    Returns the number of trails and recall entries deleted."""
+    logged recall carrying it; the audit entry keeps the subject's hash, never the subject,
+    and lists the export files made before that may still hold it. Returns the number of
+    trails and recall entries deleted."""
+    digest = subject_hash(subject)
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
         _, event_counts = RecallEvent.objects.filter(tenant=tenant, subject=subject).delete()
         deleted = trail_counts.get(Trail._meta.label, 0) + event_counts.get(RecallEvent._meta.label, 0)
+        _scrub_jobs(tenant=tenant, subject=subject, digest=digest)
+        exports_before = [
+            {"export_id": str(pk), "created_at": created.isoformat()}
+            for pk, created in Job.objects.filter(
+                tenant=tenant, kind=JobKind.EXPORT, file_deleted_at__isnull=True,
+                status__in=[JobStatus.DONE, JobStatus.RUNNING],
+            ).values_list("pk", "created_at")
+        ]
         audit_record(
             tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SUBJECT_ERASE,
-            target=f"subject sha256:{subject_hash(subject)[:16]}",
-            details={"subject_sha256": subject_hash(subject), "trails": trail_counts.get(Trail._meta.label, 0),
-                     "recall_events": event_counts.get(RecallEvent._meta.label, 0)},
+            target=f"subject sha256:{digest[:16]}",
+            details={"subject_sha256": digest, "trails": trail_counts.get(Trail._meta.label, 0),
+                     "recall_events": event_counts.get(RecallEvent._meta.label, 0),
+                     # Files written before the erasure may hold the subject until they expire.
+                     "exports_before": exports_before},
         )
     return deleted
+
+
+def subject_erase_request(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> Job:
+    """Accept an erasure as a background job (the console's path); same effect as
+    ``subject_erase``. The subject sits in the job row only until the job has run."""
+    from cachecore.errors import InvalidInput
+    from cachecore.services.jobs import job_create
+
+    subject = subject.strip()
+    if not subject:
+        raise InvalidInput("subject is required", fields={"subject": ["required"]})
+    with transaction.atomic():
+        return job_create(tenant=tenant, kind=JobKind.SUBJECT_ERASE, params={"subject": subject},
+                          actor=actor, actor_label=actor_label, progress_total=1)
+
+
+def subject_erase_job_run(job: Job) -> dict[str, Any]:
+    """Job body: erase, then keep only the subject's hash on the job row."""
+    subject = job.params.get("subject")
+    digest = job.params.get("subject_sha256") or (subject_hash(subject) if subject else "")
+    deleted = 0
+    if subject:  # absent when an earlier erasure of the same subject already scrubbed this row
+        deleted = subject_erase(tenant=job.tenant, subject=subject, actor_label=job.actor_label or "system",
+                                actor=job.actor)
+    job.params = {"subject_sha256": digest}
+    return {"deleted": deleted}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -12,8 +13,12 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.text import content_hash, split_chunks
 from cachecore.errors import InvalidInput, NotFound
 from cachecore.models import (
+    Job,
+    JobKind,
     Section,
     SectionChunk,
+    Trail,
+    TrailStatus,
 )
 from tenants.models import Tenant
 
@@ -62,8 +67,8 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
             section.updated_at = now
         Section.objects.bulk_update(to_update, ["text", "sha256", "token_count", "chunks_ready", "updated_at"])
         changed_ids = [s.external_id for s in to_update]
-        invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=changed_ids)
-        section_chunks_schedule(section_pks=[s.pk for s in changed])
+        invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids)
+        section_chunks_schedule(tenant=tenant, sections=changed)
     return UpsertResult(
         created=len(to_create), updated=len(to_update),
         unchanged=len(incoming) - len(to_create) - len(to_update), invalidated_trails=invalidated,
@@ -112,11 +117,56 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
     return int(affected)
 
 
-def section_chunks_schedule(*, section_pks: Sequence[int]) -> None:
-    """Chunk embeddings for coverage: computed now for small upserts, in a background task
+def trails_invalidate_schedule(*, tenant: Tenant, section_ids: Sequence[str]) -> int:
+    """Invalidate now for a few changed sections; for many, count the citing trails now and
+    mark them in a background job (written in this transaction). Returns affected trails."""
+    if len(section_ids) <= settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS:
+        return trails_invalidate_for_sections(tenant=tenant, section_ids=section_ids)
+    from cachecore.services.jobs import job_create
+
+    affected = (Trail.objects.filter(tenant=tenant, status__in=[TrailStatus.ACTIVE, TrailStatus.PENDING],
+                                     citations__section_id__in=list(section_ids)).distinct().count())
+    job_create(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE, params={"section_ids": list(section_ids)},
+               progress_total=len(section_ids))
+    return affected
+
+
+def trails_invalidate_job_run(job: Job) -> dict[str, int]:
+    """Job body: the fan-out for a large upsert (idempotent: it reads current hashes)."""
+    affected = trails_invalidate_for_sections(tenant=job.tenant, section_ids=job.params.get("section_ids", []))
+    return {"affected_trails": affected}
+
+
+def section_chunks_schedule(*, tenant: Tenant, sections: Sequence[Section]) -> None:
+    """Chunk embeddings for coverage: computed now for small upserts, in a background job
     for large ones (recall treats a section without ready chunks as coverage-unknown)."""
-    if section_pks:
-        section_chunks_compute(section_pks=section_pks)
+    with_text = [s for s in sections if s.text]
+    if not with_text:
+        return
+    needed = sum(len(split_chunks(s.text)) for s in with_text)
+    if needed <= settings.TRAILCACHE_SYNC_CHUNK_LIMIT:
+        section_chunks_compute(section_pks=[s.pk for s in with_text])
+        return
+    from cachecore.services.jobs import job_create
+
+    job_create(tenant=tenant, kind=JobKind.SECTION_CHUNKS, params={"section_pks": [s.pk for s in with_text]},
+               progress_total=len(with_text))
+
+
+# Sections embedded per step of a chunks job (one progress update per step).
+_CHUNK_JOB_BATCH = 50
+
+
+def section_chunks_job_run(job: Job) -> dict[str, int]:
+    """Job body: embed the chunks of a large upsert in steps, with progress."""
+    from cachecore.services.jobs import job_progress
+
+    pks = list(job.params.get("section_pks", []))
+    written = 0
+    for start in range(0, len(pks), _CHUNK_JOB_BATCH):
+        written += section_chunks_compute(section_pks=pks[start:start + _CHUNK_JOB_BATCH])
+        job_progress(job=job, done=min(start + _CHUNK_JOB_BATCH, len(pks)), total=len(pks))
+    return {"chunks": written}
 
 
 def section_chunks_compute(*, section_pks: Sequence[int]) -> int:

@@ -1,0 +1,241 @@
+"""Compliance exports of a tenant's stored queries, as CSV or JSONL, written by a job in
+bounded keyset batches (a tenant with millions of trails never sits in memory), downloadable
+by that tenant only and deleted after ``TRAILCACHE_EXPORT_RETENTION_DAYS``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+from django.conf import settings
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import transaction
+from django.db.models import OuterRef, Q, QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from cachecore.errors import DomainError, InvalidInput
+from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
+from tenants.models import AuditAction, Tenant
+from tenants.services import audit_record
+
+FORMATS = ("csv", "jsonl")
+COLUMNS = ("trail_id", "query", "scope", "subject", "status", "created", "expires", "query_redacted_at",
+           "cited", "hits", "positive_feedback", "negative_feedback")
+# Rows per keyset batch: one progress update and one round trip each.
+BATCH = 2000
+# Cells a spreadsheet would run as a formula get a leading apostrophe (CSV only).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class ExportGone(DomainError):
+    status_code = 410
+    code = "gone"
+
+
+class ExportNotReady(DomainError):
+    status_code = 409
+    code = "not_ready"
+
+
+def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
+    """ISO datetime string from a datetime, a date or an ISO string; a bare date means the
+    start of that day (``since``) or the end of it (``until``), UTC."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        parsed: date | datetime | None = parse_datetime(value) or parse_date(value)
+        if parsed is None:
+            raise InvalidInput(f"{field}: not a date or datetime",
+                               fields={field: ["expected an ISO 8601 date or datetime"]})
+        value = parsed
+    if not isinstance(value, datetime):
+        day = value + timedelta(days=1) if end_of_day else value
+        value = datetime.combine(day, time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value.isoformat()
+
+
+def export_request(
+    *, tenant: Tenant, format: str, actor_label: str, actor: Any = None, scope: str | None = None,
+    since: Any = None, until: Any = None, subject: str | None = None, status: str | None = None,
+) -> Job:
+    """Accept an export: a queued job row and its audit entry in one transaction; the file is
+    written in the background. ``since`` inclusive, ``until`` exclusive (a date: through that day)."""
+    errors: dict[str, list[str]] = {}
+    if format not in FORMATS:
+        errors["format"] = [f"one of {', '.join(FORMATS)}"]
+    if status and status not in TrailStatus.values:
+        errors["status"] = [f"one of {', '.join(TrailStatus.values)}"]
+    if errors:
+        raise InvalidInput("invalid export request", fields=errors)
+    params = {
+        "format": format, "scope": scope or None, "subject": subject or None, "status": status or None,
+        "since": _instant(since, field="since", end_of_day=False),
+        "until": _instant(until, field="until", end_of_day=True),
+    }
+    if params["since"] and params["until"] and params["since"] >= params["until"]:
+        raise InvalidInput("since must be before until", fields={"until": ["must be after since"]})
+    from cachecore.services.erasure import subject_hash
+    from cachecore.services.jobs import job_create
+
+    with transaction.atomic():
+        job = job_create(tenant=tenant, kind=JobKind.EXPORT, params=params, actor=actor, actor_label=actor_label)
+        # The audit log keeps the subject's hash: erasing the subject must not leave it here.
+        filters = {k: v for k, v in params.items() if k != "subject" and v}
+        if subject:
+            filters["subject_sha256"] = subject_hash(subject)
+        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.EXPORT,
+                     target=f"export {job.pk}", details=filters)
+    return job
+
+
+def export_trails(*, tenant: Tenant, params: dict[str, Any]) -> QuerySet[Trail]:
+    """The trails an export's filters select (unordered)."""
+    trails = Trail.objects.filter(tenant=tenant)
+    if params.get("subject_sha256") and not params.get("subject"):
+        return trails.none()  # the subject was erased after the export was requested
+    for field in ("scope", "subject", "status"):
+        if params.get(field):
+            trails = trails.filter(**{field: params[field]})
+    if params.get("since"):
+        trails = trails.filter(created_at__gte=params["since"])
+    if params.get("until"):
+        trails = trails.filter(created_at__lt=params["until"])
+    return trails
+
+
+def _batches(trails: QuerySet[Trail]) -> Iterator[list[dict[str, Any]]]:
+    """Keyset pagination on (created_at, id): bounded memory, no long-held cursor."""
+    cited = ArraySubquery(Citation.objects.filter(trail=OuterRef("pk")).order_by("position").values("section_id"))
+    rows = trails.annotate(cited=cited).order_by("created_at", "id").values(
+        "id", "query", "scope", "subject", "status", "created_at", "expires_at", "query_redacted_at", "cited",
+        "hits", "positive_feedback", "negative_feedback",
+    )
+    after: tuple[datetime, Any] | None = None
+    while True:
+        page = rows
+        if after is not None:
+            page = rows.filter(Q(created_at__gt=after[0]) | Q(created_at=after[0], id__gt=after[1]))
+        batch = list(page[:BATCH])
+        if not batch:
+            return
+        yield batch
+        after = (batch[-1]["created_at"], batch[-1]["id"])
+
+
+def _record(row: dict[str, Any]) -> dict[str, Any]:
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value else None
+
+    return {
+        "trail_id": str(row["id"]), "query": row["query"], "scope": row["scope"], "subject": row["subject"],
+        "status": row["status"], "created": iso(row["created_at"]), "expires": iso(row["expires_at"]),
+        "query_redacted_at": iso(row["query_redacted_at"]), "cited": list(row["cited"] or []),
+        "hits": row["hits"], "positive_feedback": row["positive_feedback"],
+        "negative_feedback": row["negative_feedback"],
+    }
+
+
+class _Writer:
+    def __init__(self, out: TextIO, fmt: str) -> None:
+        self.out, self.fmt = out, fmt
+        if fmt == "csv":
+            self.csv = csv.writer(out)
+            self.csv.writerow(COLUMNS)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.fmt == "jsonl":
+            self.out.write(json.dumps(record, ensure_ascii=False))
+            self.out.write("\n")
+            return
+        cells = []
+        for column in COLUMNS:
+            value = record[column]
+            if column == "cited":
+                value = json.dumps(value, ensure_ascii=False)
+            elif value is None:
+                value = ""
+            elif isinstance(value, str) and value.startswith(_FORMULA_START):
+                value = "'" + value
+            cells.append(value)
+        self.csv.writerow(cells)
+
+
+def export_path(job: Job) -> Path:
+    return Path(settings.MEDIA_ROOT) / "exports" / str(job.tenant_id) / job.file_name
+
+
+def export_job_run(job: Job) -> dict[str, Any]:
+    """Job body: write the export file batch by batch, with progress numbers."""
+    from cachecore.services.jobs import job_progress
+
+    params = job.params
+    fmt = params.get("format", "csv")
+    trails = export_trails(tenant=job.tenant, params=params)
+    total = trails.count()
+    job_progress(job=job, done=0, total=total)
+    job.file_name = f"{job.pk}.{fmt}"
+    path = export_path(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".part")
+    done = 0
+    with open(partial, "w", encoding="utf-8", newline="") as out:
+        writer = _Writer(out, fmt)
+        for batch in _batches(trails):
+            for row in batch:
+                writer.write(_record(row))
+            done += len(batch)
+            job_progress(job=job, done=done, total=max(total, done))
+    os.replace(partial, path)
+    job.progress_total = done
+    job.file_expires_at = timezone.now() + timedelta(days=settings.TRAILCACHE_EXPORT_RETENTION_DAYS)
+    return {"rows": done, "bytes": path.stat().st_size}
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    path: Path
+    filename: str
+    content_type: str
+
+
+def export_file(*, job: Job) -> ExportFile:
+    """The finished export's file, or a domain error: not finished (409), deleted (410)."""
+    if job.kind != JobKind.EXPORT:
+        raise InvalidInput("not an export")
+    if job.status != JobStatus.DONE:
+        raise ExportNotReady(f"export is {job.status}")
+    path = export_path(job)
+    if job.file_deleted_at or not job.file_name or not path.exists():
+        raise ExportGone("export file was deleted")
+    fmt = job.params.get("format", "csv")
+    content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson; charset=utf-8"
+    return ExportFile(path, f"trailcache-export-{job.created_at:%Y%m%d-%H%M%S}-{str(job.pk)[:8]}.{fmt}",
+                      content_type)
+
+
+def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
+    """Delete export files past their expiry (idempotent). Returns files deleted."""
+    now = now or timezone.now()
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            jobs = list(Job.objects.select_for_update(skip_locked=True).filter(
+                kind=JobKind.EXPORT, file_deleted_at__isnull=True, file_expires_at__lt=now,
+            )[:batch])
+            if not jobs:
+                return deleted
+            for job in jobs:
+                if job.file_name:
+                    export_path(job).unlink(missing_ok=True)
+                job.file_deleted_at = now
+            Job.objects.bulk_update(jobs, ["file_deleted_at"])
+            deleted += len(jobs)

@@ -1,0 +1,162 @@
+"""Durable background jobs: a row written in the accepting request's transaction, published
+to the broker after commit (never waiting on it), claimed with a conditional UPDATE, and
+re-published by a sweeper while it never started. Nothing a request accepted is lost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from cachecore.models import Job, JobKind, JobStatus
+from tenants.models import Tenant
+
+log = logging.getLogger(__name__)
+
+# A job that failed this many times (worker crashes, database errors) is marked failed.
+MAX_ATTEMPTS = 5
+# Published but never started for this long: the message may be lost with the broker; publish again.
+REPUBLISH_AFTER = timedelta(minutes=5)
+# Running without a heartbeat for this long: its worker died; hand the job back.
+HEARTBEAT_TIMEOUT = timedelta(minutes=10)
+
+
+class JobRetry(Exception):
+    """Raised by a job body for a transient failure: the job goes back to the queue."""
+
+
+def job_create(
+    *, tenant: Tenant, kind: JobKind, params: dict[str, Any], actor_label: str = "system", actor: Any = None,
+    progress_total: int | None = None,
+) -> Job:
+    """Write a queued job and publish it after the surrounding transaction commits. Call
+    inside the request's transaction so the job exists exactly when the request's writes do."""
+    job = Job.objects.create(tenant=tenant, kind=kind, params=params, actor=actor, actor_label=actor_label,
+                             progress_total=progress_total)
+    job_id = str(job.pk)
+    transaction.on_commit(lambda: job_publish(job_id=job_id))
+    return job
+
+
+def job_publish(*, job_id: str) -> bool:
+    """Send the job's message to the broker. Fails fast and quietly when the broker is down
+    (the job stays queued for the sweeper); returns whether the broker took it."""
+    from cachecore.tasks import job_run
+
+    try:
+        job_run.apply_async(args=[job_id], retry=False)
+    except Exception as exc:  # any broker/transport error: never fail the request over it
+        log.warning("job %s not published, the sweeper will retry: %s", job_id, exc)
+        return False
+    Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(enqueued_at=timezone.now())
+    return True
+
+
+def jobs_requeue(*, min_age_seconds: float = 5.0) -> int:
+    """Publish queued jobs that never reached the broker (or whose message may be lost), and
+    hand back running jobs whose worker went silent. Returns jobs published."""
+    now = timezone.now()
+    Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - HEARTBEAT_TIMEOUT).update(
+        status=JobStatus.QUEUED, enqueued_at=None,
+    )
+    never = Q(enqueued_at__isnull=True, created_at__lte=now - timedelta(seconds=min_age_seconds))
+    lost = Q(enqueued_at__lt=now - REPUBLISH_AFTER)
+    due = Job.objects.filter(never | lost, status=JobStatus.QUEUED).order_by("created_at")
+    ids = [str(pk) for pk in due.values_list("pk", flat=True)[:1000]]
+    published = 0
+    for job_id in ids:
+        if not job_publish(job_id=job_id):
+            break  # broker still down: try again on the next sweep
+        published += 1
+    return published
+
+
+def job_claim(*, job_id: str) -> Job | None:
+    """Take a queued job for this worker (conditional UPDATE), or None when it is gone,
+    finished or taken by another worker: duplicate messages are harmless."""
+    now = timezone.now()
+    with transaction.atomic():
+        job = Job.objects.select_for_update(skip_locked=True).filter(pk=job_id, status=JobStatus.QUEUED).first()
+        if job is None:
+            return None
+        job.attempts += 1
+        if job.attempts > MAX_ATTEMPTS:
+            job.status, job.finished_at, job.error = JobStatus.FAILED, now, "too_many_attempts"
+            job.save(update_fields=["attempts", "status", "finished_at", "error"])
+            return None
+        job.status, job.started_at, job.heartbeat_at = JobStatus.RUNNING, job.started_at or now, now
+        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at"])
+    return job
+
+
+def job_progress(*, job: Job, done: int, total: int | None = None) -> None:
+    """Record progress (and a heartbeat) on the job row."""
+    job.progress_done = done
+    fields = {"progress_done": done, "heartbeat_at": timezone.now()}
+    if total is not None:
+        job.progress_total = fields["progress_total"] = total
+    Job.objects.filter(pk=job.pk).update(**fields)
+
+
+def _finish(job: Job, *, status: JobStatus, result: dict[str, Any] | None = None, error: str = "") -> None:
+    job.status, job.finished_at, job.error = status, timezone.now(), error[:300]
+    if result is not None:
+        job.result = result
+    fields = ["status", "finished_at", "error", "result", "params", "file_name", "file_expires_at"]
+    if status == JobStatus.DONE and job.progress_total is not None:
+        job.progress_done = job.progress_total
+        fields.append("progress_done")
+    job.save(update_fields=fields)
+
+
+def _handlers() -> dict[str, Callable[[Job], dict[str, Any]]]:
+    from cachecore.services.erasure import subject_erase_job_run
+    from cachecore.services.exports import export_job_run
+    from cachecore.services.sections import section_chunks_job_run, trails_invalidate_job_run
+
+    return {
+        JobKind.SECTION_CHUNKS: section_chunks_job_run,
+        JobKind.TRAILS_INVALIDATE: trails_invalidate_job_run,
+        JobKind.EXPORT: export_job_run,
+        JobKind.SUBJECT_ERASE: subject_erase_job_run,
+    }
+
+
+def job_execute(*, job_id: str) -> Job | None:
+    """Claim and run one job. Transient failures (database errors, ``JobRetry``) put it back
+    in the queue and re-raise so the task's retry policy applies; any other error fails the
+    job with a short code. Returns the job, or None when there was nothing to do."""
+    job = job_claim(job_id=job_id)
+    if job is None:
+        return None
+    handler = _handlers()[job.kind]
+    try:
+        result = handler(job)
+    except (DatabaseError, JobRetry):
+        Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(status=JobStatus.QUEUED, enqueued_at=None)
+        raise
+    except Exception as exc:
+        log.exception("job %s (%s) failed", job.pk, job.kind)
+        _finish(job, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return job
+    _finish(job, status=JobStatus.DONE, result=result)
+    return job
+
+
+def job_get(*, tenant: Tenant, job_id: object, kind: JobKind | None = None) -> Job:
+    """A tenant's job by id (404 otherwise)."""
+    from cachecore.errors import NotFound
+
+    jobs = Job.objects.filter(tenant=tenant)
+    if kind:
+        jobs = jobs.filter(kind=kind)
+    try:
+        return jobs.get(pk=job_id)
+    except (Job.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
+        raise NotFound("job not found") from exc

@@ -1,0 +1,97 @@
+"""Retention: per tenant, delete expired trails, pending trails past their TTL and recall log
+entries past the log retention; redact stored query text past the query retention. Bounded
+batches claimed with SKIP LOCKED, so two sweeps at once split the work instead of colliding,
+and a second run finds nothing left to do."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+from django.db import models, transaction
+from django.utils import timezone
+
+from cachecore.models import RecallEvent, Trail, TrailStatus
+from tenants.models import Tenant
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+
+
+@dataclass
+class RetentionResult:
+    expired_trails: int = 0
+    pending_trails: int = 0
+    recall_events: int = 0
+    redacted_trail_queries: int = 0
+    redacted_recall_queries: int = 0
+    export_files: int = 0
+
+    def add(self, other: RetentionResult) -> None:
+        for field, value in asdict(other).items():
+            setattr(self, field, getattr(self, field) + value)
+
+
+def _delete_in_batches(queryset: models.QuerySet, *, batch: int) -> int:
+    model = queryset.model
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            ids = list(queryset.select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch])
+            if not ids:
+                return deleted
+            model.objects.filter(pk__in=ids).delete()
+            deleted += len(ids)
+
+
+def _update_in_batches(queryset: models.QuerySet, *, batch: int, **changes: object) -> int:
+    model = queryset.model
+    updated = 0
+    while True:
+        with transaction.atomic():
+            ids = list(queryset.select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch])
+            if not ids:
+                return updated
+            updated += model.objects.filter(pk__in=ids).update(**changes)
+
+
+def tenant_retention_sweep(*, tenant: Tenant, now: datetime | None = None, batch: int = BATCH) -> RetentionResult:
+    """Apply one tenant's retention settings. Idempotent; safe to run concurrently. The
+    recall log is rolled up into daily stats before any of it is deleted."""
+    from cachecore.services.rollups import stats_rollup_tenant
+
+    now = now or timezone.now()
+    stats_rollup_tenant(tenant=tenant, now=now)
+    trails = Trail.objects.filter(tenant=tenant)
+    events = RecallEvent.objects.filter(tenant=tenant)
+    query_cutoff = now - timedelta(days=tenant.query_retention_days)
+    return RetentionResult(
+        expired_trails=_delete_in_batches(trails.filter(expires_at__lte=now), batch=batch),
+        # The TTL at record time is in expires_at; this also applies a TTL shortened since.
+        pending_trails=_delete_in_batches(
+            trails.filter(status=TrailStatus.PENDING,
+                          created_at__lte=now - timedelta(hours=tenant.pending_ttl_hours)), batch=batch),
+        recall_events=_delete_in_batches(
+            events.filter(created_at__lte=now - timedelta(days=tenant.recall_log_retention_days)), batch=batch),
+        # The trail keeps matching by its embedding; only the text goes (query_normalised is text too).
+        redacted_trail_queries=_update_in_batches(
+            trails.filter(created_at__lte=query_cutoff, query_redacted_at__isnull=True), batch=batch,
+            query="", query_normalised="", query_redacted_at=now),
+        redacted_recall_queries=_update_in_batches(
+            events.filter(created_at__lte=query_cutoff).exclude(query=""), batch=batch, query=""),
+    )
+
+
+def retention_sweep(*, now: datetime | None = None, batch: int = BATCH) -> RetentionResult:
+    """Every tenant's retention, then export files past their expiry."""
+    from cachecore.services.exports import exports_expire
+
+    now = now or timezone.now()
+    total = RetentionResult()
+    for tenant in Tenant.objects.order_by("pk").iterator():
+        total.add(tenant_retention_sweep(tenant=tenant, now=now, batch=batch))
+    total.export_files = exports_expire(now=now)
+    log.info("retention sweep: %s", asdict(total))
+    return total

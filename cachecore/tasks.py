@@ -1,0 +1,34 @@
+"""Thin Celery wrappers: ids in, a service call, retries declared here. Periodic tasks are
+scheduled in config/celery.py."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from cachecore.services import jobs, retention, rollups
+
+
+@shared_task(acks_late=True, autoretry_for=(OperationalError, InterfaceError, jobs.JobRetry),
+             retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=jobs.MAX_ATTEMPTS)
+def job_run(job_id: str) -> None:
+    """Run a queued job row (export, erasure, chunk embeddings, invalidation fan-out). A job
+    that is gone, finished or taken by another worker is skipped quietly."""
+    jobs.job_execute(job_id=job_id)
+
+
+@shared_task(ignore_result=True)
+def jobs_requeue() -> int:
+    return jobs.jobs_requeue()
+
+
+@shared_task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3)
+def retention_sweep() -> dict[str, int]:
+    return asdict(retention.retention_sweep())
+
+
+@shared_task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3)
+def stats_rollup() -> int:
+    return rollups.stats_rollup()
