@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import core
+from api.views import core, exports
 
 urlpatterns = [
     path("sections", core.SectionsView.as_view(), name="api-sections"),
@@ -13,6 +13,9 @@ urlpatterns = [
     path("recalls/<str:recall_id>/feedback", core.FeedbackView.as_view(), name="api-recall-feedback"),
     path("stats", core.StatsView.as_view(), name="api-stats"),
     path("subjects/<path:subject>", core.SubjectView.as_view(), name="api-subject"),
+    path("exports", exports.ExportsView.as_view(), name="api-exports"),
+    path("exports/<str:export_id>", exports.ExportDetailView.as_view(), name="api-export"),
+    path("exports/<str:export_id>/download", exports.ExportDownloadView.as_view(), name="api-export-download"),
     path("schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", authentication_classes=[],
                                                  permission_classes=[]), name="api-docs"),

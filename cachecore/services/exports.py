@@ -50,7 +50,11 @@ def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
     if value in (None, ""):
         return None
     if isinstance(value, str):
-        parsed: date | datetime | None = parse_datetime(value) or parse_date(value)
+        # A bare date first: parse_datetime would read it as midnight.
+        try:
+            parsed: date | datetime | None = parse_date(value) or parse_datetime(value)
+        except ValueError:
+            parsed = None
         if parsed is None:
             raise InvalidInput(f"{field}: not a date or datetime",
                                fields={field: ["expected an ISO 8601 date or datetime"]})

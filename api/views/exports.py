@@ -1,0 +1,89 @@
+"""Compliance exports over the API: request (202), poll, download. The same tenant's API key
+only; keys limited to scope prefixes may not export (an export spans the whole tenant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import FileResponse
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.views.core import TenantAPIView, _validated
+from cachecore import services
+from cachecore.models import Job, JobKind, JobStatus, TrailStatus
+from cachecore.services.jobs import job_get
+
+
+class ExportRequestSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["csv", "jsonl"])
+    scope = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    since = serializers.CharField(required=False, allow_blank=True, max_length=40,
+                                  help_text="ISO 8601 date or datetime, inclusive")
+    until = serializers.CharField(required=False, allow_blank=True, max_length=40,
+                                  help_text="ISO 8601 date (through that day) or datetime, exclusive")
+    subject = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    status = serializers.ChoiceField(choices=TrailStatus.values, required=False, allow_blank=True)
+
+
+class ExportAcceptedSerializer(serializers.Serializer):
+    export_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=JobStatus.values)
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField(allow_null=True)
+
+
+class ExportStatusSerializer(ExportAcceptedSerializer):
+    progress = ProgressSerializer()
+    download_url = serializers.CharField(allow_null=True)
+    rows = serializers.IntegerField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+
+
+def export_status(job: Job) -> dict[str, Any]:
+    downloadable = job.status == JobStatus.DONE and not job.file_deleted_at
+    return {
+        "export_id": str(job.pk), "status": job.status,
+        "progress": {"done": job.progress_done, "total": job.progress_total},
+        "download_url": reverse("api-export-download", args=[job.pk]) if downloadable else None,
+        "rows": job.result.get("rows"), "expires_at": job.file_expires_at, "error": job.error,
+    }
+
+
+class ExportsView(TenantAPIView):
+    @extend_schema(request=ExportRequestSerializer, responses={202: ExportAcceptedSerializer},
+                   summary="Export the tenant's stored queries (CSV or JSONL), in the background")
+    def post(self, request: Request) -> Response:
+        data = _validated(ExportRequestSerializer, request)
+        self.require_unrestricted_key("exporting")
+        job = services.export_request(
+            tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
+            until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
+            actor_label=f"apikey:tc_{self.key.prefix}",
+        )
+        return Response({"export_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportDetailView(TenantAPIView):
+    @extend_schema(responses=ExportStatusSerializer, summary="An export's status, progress and download URL")
+    def get(self, request: Request, export_id: str) -> Response:
+        self.require_unrestricted_key("exporting")
+        job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
+        return Response(export_status(job))
+
+
+class ExportDownloadView(TenantAPIView):
+    @extend_schema(responses={(200, "text/csv"): bytes}, summary="The export file (deleted after 7 days: 410)")
+    def get(self, request: Request, export_id: str) -> FileResponse:
+        self.require_unrestricted_key("exporting")
+        job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
+        export = services.export_file(job=job)
+        return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
+                            content_type=export.content_type)
