@@ -16,14 +16,12 @@ from cachecore.errors import InvalidInput, NotFound, UnknownSections
 from cachecore.models import (
     Citation,
     RecallEvent,
-    SignalSource,
     Trail,
     TrailStatus,
 )
+from cachecore.services.admission import admission_decide
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
-
-POSITIVE_SOURCES = {SignalSource.VERIFIER, SignalSource.USER, SignalSource.CALLER}
 
 
 def trail_record(
@@ -57,15 +55,15 @@ def trail_record(
     embedding = get_embedder().embed_one(normalised)
     source = (signal or {}).get("source") or ""
     accepted = (signal or {}).get("accepted")
-    positive = accepted is True and source in POSITIVE_SOURCES
-    verdict = None
+    positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited)
     now = timezone.now()
     status = TrailStatus.ACTIVE if positive else TrailStatus.PENDING
     expires = now + (timedelta(days=tenant.trail_ttl_days) if positive else timedelta(hours=tenant.pending_ttl_hours))
     with transaction.atomic():
         trail = Trail(
             tenant=tenant, scope=scope, query=query, query_normalised=normalised, embedding=embedding,
-            steps=steps, status=status, signal_source=source, signal_accepted=accepted, verdict=verdict,
+            steps=steps, status=status, signal_source=source, signal_accepted=accepted,
+            verdict=verdict.as_dict() if verdict else None,
             subject=subject, expires_at=expires, status_changed_at=now,
         )
         trail.save(force_insert=True)

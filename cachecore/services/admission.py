@@ -1,0 +1,61 @@
+"""Admission: whether a recorded trail may be served, from the caller's signal and, under the
+tenant's ``signal+verifier`` policy, the built-in verifier's verdict on the answer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.db.models import F
+
+from cachecore.embedding import DIMENSIONS, get_embedder
+from cachecore.engine.text import split_chunks
+from cachecore.engine.verifier import Verdict, Verifier
+from cachecore.models import Section, SectionChunk, SignalSource
+from tenants.models import AdmissionPolicy, Tenant
+
+POSITIVE_SOURCES = {SignalSource.VERIFIER, SignalSource.USER, SignalSource.CALLER}
+
+_lock = threading.Lock()
+_verifier: Verifier | None = None
+
+
+def get_verifier() -> Verifier:
+    """The process-wide verifier (its exemplar vectors are embedded once)."""
+    global _verifier
+    if _verifier is None:
+        with _lock:
+            if _verifier is None:
+                _verifier = Verifier(get_embedder().embed)
+    return _verifier
+
+
+def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> np.ndarray:
+    """Vectors of the cited sections' chunks for their current text: the stored chunk
+    embeddings where ready, else computed now from the text."""
+    sections = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids)
+                    .only("pk", "text", "sha256", "chunks_ready"))
+    ready = [s.pk for s in sections if s.chunks_ready]
+    stored = SectionChunk.objects.filter(section_id__in=ready, sha256=F("section__sha256"))
+    vectors = [np.asarray(v, dtype=np.float32) for v in stored.values_list("embedding", flat=True)] if ready else []
+    pending = [chunk for s in sections if s.pk not in ready and s.text for chunk in split_chunks(s.text)]
+    if pending:
+        vectors.extend(get_embedder().embed(pending))
+    return np.vstack(vectors) if vectors else np.zeros((0, DIMENSIONS), dtype=np.float32)
+
+
+def admission_decide(
+    *, tenant: Tenant, signal: dict[str, Any] | None, answer: str | None, cited: Sequence[str]
+) -> tuple[bool, Verdict | None]:
+    """(admitted, verdict). Admitted only with a positive signal; under ``signal+verifier``
+    the answer must also pass the verifier (no answer → not admitted)."""
+    source = (signal or {}).get("source") or ""
+    positive = (signal or {}).get("accepted") is True and source in POSITIVE_SOURCES
+    if tenant.admission_policy != AdmissionPolicy.SIGNAL_VERIFIER:
+        return positive, None
+    if not answer or not answer.strip():
+        return False, Verdict(False, ["no answer to verify (admission policy is signal + verifier)"])
+    verdict = get_verifier().check(answer, cited_chunk_vectors(tenant=tenant, section_ids=cited))
+    return positive and verdict.passed, verdict
