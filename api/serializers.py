@@ -25,8 +25,19 @@ def _section_id_field() -> StrictCharField:
 
 
 class SectionInSerializer(serializers.Serializer):
+    """A section with its ``text``, or with only its ``hash`` (sha256 hex) when the caller
+    does not mirror its corpus here."""
+
     id = _section_id_field()
-    text = StrictCharField(allow_blank=True, max_length=limits.MAX_SECTION_TEXT_CHARS)
+    text = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SECTION_TEXT_CHARS)
+    hash = StrictCharField(
+        required=False, validators=[RegexValidator(r"^[0-9a-fA-F]{64}$", "Must be a sha256 hex digest.")]
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("text" in attrs) == ("hash" in attrs):
+            raise serializers.ValidationError({"text": ["Give exactly one of text or hash."]})
+        return attrs
 
 
 class SectionsUpsertSerializer(serializers.Serializer):

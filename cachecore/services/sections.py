@@ -32,15 +32,20 @@ class UpsertResult:
 
 
 def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> UpsertResult:
-    """Create or update sections by external id; the server hashes the text. An identical
-    rewrite changes nothing. Trails citing a changed section are invalidated (stale when every
-    cited section changed). All or nothing."""
+    """Create or update sections by external id; the server hashes the text. A section may
+    carry ``hash`` instead of ``text`` (kept by hash only: it validates, but its trails can
+    only hint). An identical rewrite changes nothing. Trails citing a changed section are
+    invalidated (stale when every cited section changed). All or nothing."""
     ids = [s["id"] for s in sections]
     duplicates = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
     if duplicates:
         raise InvalidInput("duplicate section ids in one request",
                            fields={"sections": [f"duplicate id: {i}" for i in duplicates]})
-    incoming = {s["id"]: s["text"] for s in sections}
+    # id → (text or None, sha256): hash-only sections keep no text.
+    incoming = {
+        s["id"]: (s["text"], content_hash(s["text"])) if s.get("text") is not None else (None, s["hash"].lower())
+        for s in sections
+    }
     embedder = get_embedder()
     with transaction.atomic():
         existing = {
@@ -49,12 +54,11 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
         }
         to_create: list[Section] = []
         to_update: list[Section] = []
-        for section_id, text in incoming.items():
-            digest = content_hash(text)
+        for section_id, (text, digest) in incoming.items():
             current = existing.get(section_id)
             if current is None:
                 to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest))
-            elif current.sha256 != digest or current.text is None:
+            elif current.sha256 != digest or (current.text is None and text is not None):
                 current.text, current.sha256, current.chunks_ready = text, digest, False
                 to_update.append(current)
         changed = to_create + to_update
