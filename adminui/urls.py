@@ -1,9 +1,23 @@
+"""The console under /console/. Every view except login/logout goes through
+adminui.access.console_view (tests/adminui/test_access.py checks)."""
+
 from django.urls import path
 
-from adminui import views
+from adminui.views import apikeys, audit, auth, dashboard, sections, tenant_settings, trails
 
 app_name = "adminui"
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
+    path("login/", auth.login, name="login"),
+    path("logout/", auth.logout, name="logout"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path("trails/", trails.trail_list, name="trails"),
+    path("trails/actions/", trails.trail_action, name="trail_action"),
+    path("trails/<uuid:trail_id>/", trails.trail_detail, name="trail"),
+    path("sections/", sections.section_list, name="sections"),
+    path("sections/detail/", sections.section_detail, name="section"),
+    path("settings/", tenant_settings.tenant_settings, name="settings"),
+    path("api-keys/", apikeys.api_keys, name="apikeys"),
+    path("api-keys/<uuid:key_id>/revoke/", apikeys.api_key_revoke, name="apikey_revoke"),
+    path("audit/", audit.audit_log, name="audit"),
 ]

@@ -1,0 +1,87 @@
+"""Console forms: input parsing only; the services validate and write."""
+
+from __future__ import annotations
+
+import uuid
+
+from django import forms
+from django.forms.models import fields_for_model
+
+from tenants.models import AuditAction, Tenant
+from tenants.services import SETTINGS_FIELDS
+
+
+class TrailIdsField(forms.Field):
+    """Checked trail ids (``ids`` repeated); any UUID passes here, the services touch only
+    the tenant's own trails."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"required": "Select at least one trail.", "invalid": "Not a trail id."}
+
+    def to_python(self, value: object) -> list[str]:
+        values = value if isinstance(value, list | tuple) else ([value] if value else [])
+        ids = []
+        for raw in values:
+            try:
+                ids.append(str(uuid.UUID(str(raw))))
+            except ValueError as exc:
+                raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from exc
+        return list(dict.fromkeys(ids))
+
+
+class TrailActionForm(forms.Form):
+    ACTIONS = {"quarantine": "Quarantine", "release": "Release", "purge": "Purge"}
+
+    action = forms.ChoiceField(choices=list(ACTIONS.items()))
+    ids = TrailIdsField()
+    confirm = forms.BooleanField(required=False)
+    next = forms.CharField(required=False)
+
+
+class TenantSettingsForm(forms.Form):
+    """The settings fields with the model's validators, ranges and help text. A plain form
+    (not a ModelForm) so the tenant object is untouched until the service saves it."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields.update(fields_for_model(Tenant, fields=SETTINGS_FIELDS))
+        for name in ("similarity_threshold", "coverage_floor"):
+            self.fields[name].widget.attrs.update({"step": "0.01", "min": "0", "max": "1"})
+        for field in self.fields.values():
+            field.widget.attrs.setdefault("class", "input")
+
+    @staticmethod
+    def ranges() -> dict[str, str]:
+        out = {}
+        for name in SETTINGS_FIELDS:
+            field = Tenant._meta.get_field(name)
+            lo = next((v.limit_value for v in field.validators if v.__class__.__name__ == "MinValueValidator"), None)
+            hi = next((v.limit_value for v in field.validators if v.__class__.__name__ == "MaxValueValidator"), None)
+            if lo is not None and hi is not None:
+                out[name] = f"{lo:g} – {hi:g}" if isinstance(lo, float) else f"{lo:,} – {hi:,}"
+        return out
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, widget=forms.TextInput(attrs={"class": "input", "placeholder": "e.g. support bot"}),
+    )
+    scope_prefixes = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"class": "input", "placeholder": "group:, paper:"}),
+        help_text="Comma-separated. Empty: the key may use every scope.",
+    )
+
+    def clean_scope_prefixes(self) -> list[str]:
+        raw = self.cleaned_data["scope_prefixes"]
+        prefixes = [p.strip() for p in raw.replace("\n", ",").split(",") if p.strip()]
+        if any(len(p) > 200 for p in prefixes):
+            raise forms.ValidationError("A scope prefix has at most 200 characters.")
+        return prefixes
+
+
+class AuditFilterForm(forms.Form):
+    action = forms.ChoiceField(required=False, choices=[("", "any action"), *AuditAction.choices])
+    actor = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "operator or key"}))
+    target = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "target contains"}))
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -1,0 +1,49 @@
+"""API keys (admins): list with last use, create (the key is shown once, in the response
+to the create, never stored), revoke."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from adminui.access import console_view
+from adminui.forms import ApiKeyCreateForm
+from adminui.rendering import console_render
+from adminui.views.trails import actor_label
+from tenants import selectors, services
+
+
+def _page(request: HttpRequest, form: ApiKeyCreateForm, *, new_key: str = "", status: int = 200) -> HttpResponse:
+    keys = selectors.api_keys_for_tenant(tenant=request.access.tenant)
+    return console_render(request, "adminui/apikeys/list.html", {"form": form, "keys": keys, "new_key": new_key},
+                          status=status)
+
+
+@console_view("apikeys.manage", methods=("GET", "HEAD", "POST"))
+def api_keys(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _page(request, ApiKeyCreateForm())
+    form = ApiKeyCreateForm(request.POST)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    key, raw = services.api_key_create(
+        tenant=request.access.tenant, name=form.cleaned_data["name"],
+        scope_prefixes=form.cleaned_data["scope_prefixes"], actor_label=actor_label(request), actor=request.user,
+    )
+    messages.success(request, f"Created key “{key.name}”. Copy it now: it is not shown again.")
+    response = _page(request, ApiKeyCreateForm(), new_key=raw, status=201)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@console_view("apikeys.manage", methods=("POST",))
+def api_key_revoke(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = selectors.api_key_get(tenant=request.access.tenant, key_id=key_id)
+    was_active = key.is_active
+    services.api_key_revoke(key=key, actor_label=actor_label(request), actor=request.user)
+    if was_active:
+        messages.success(request, f"Revoked “{key.name}” (tc_{key.prefix}_…). Calls with it now get 401.")
+    else:
+        messages.info(request, f"“{key.name}” was already revoked.")
+    return HttpResponseRedirect(f"{reverse('adminui:apikeys')}?tenant={request.access.tenant.slug}")

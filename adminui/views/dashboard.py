@@ -1,0 +1,46 @@
+"""Dashboard: recalls per day by outcome, rates and trails by status over 7 / 30 / 90 days,
+for one tenant, or every tenant for superusers (``?tenant=*``)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+
+from adminui import charts
+from adminui.access import console_view
+from adminui.rendering import console_render
+from cachecore import selectors
+from cachecore.models import TrailStatus
+
+WINDOWS = (7, 30, 90)
+
+
+@console_view("dashboard.view", all_tenants=True)
+def dashboard(request: HttpRequest) -> HttpResponse:
+    try:
+        days = int(request.GET.get("days", "30"))
+    except ValueError:
+        days = 30
+    if days not in WINDOWS:
+        days = 30
+    since = selectors.console_window_start(days=days)
+    tenant = None if request.all_tenants else request.access.tenant
+    if tenant is None:
+        stats = selectors.stats_all_tenants(since=since)
+    else:
+        stats = selectors.stats_for_tenant(tenant=tenant, since=since)
+    daily = selectors.recall_daily_counts(tenant=tenant, days=days)
+    top = selectors.top_trails_by_hits(tenant=tenant, limit=10)
+    status_rows = [(TrailStatus(s).label, n, charts.STATUS_COLOURS[s]) for s, n in stats["trails"].items()]
+    max_hits = max((t.hits for t in top), default=0) or 1
+    context = {
+        "days": days,
+        "windows": WINDOWS,
+        "stats": stats,
+        "trail_total": sum(stats["trails"].values()),
+        "recalls_chart": charts.recalls_per_day(daily),
+        "hit_rate_chart": charts.hit_rate_per_day(daily),
+        "status_chart": charts.horizontal_bars(status_rows, label="Trails by status"),
+        "top_trails": [{"trail": t, "width": round(100 * t.hits / max_hits)} for t in top],
+        "outcome_colours": charts.OUTCOME_COLOURS,
+    }
+    return console_render(request, "adminui/dashboard/index.html", context, partial="body")

@@ -1,0 +1,78 @@
+"""FilterSets shared by the console and the API, so filtering can't drift between them.
+Always applied to a queryset already scoped to one tenant."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+
+import django_filters
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from cachecore.models import Trail, TrailStatus
+
+# Sort keys → ORDER BY; the trailing id keeps pages stable when the key ties.
+TRAIL_SORTS: dict[str, tuple] = {
+    "-created": (F("created_at").desc(), F("id").desc()),
+    "created": (F("created_at").asc(), F("id").asc()),
+    "-last_hit": (F("last_hit_at").desc(nulls_last=True), F("id").desc()),
+    "last_hit": (F("last_hit_at").asc(nulls_last=True), F("id").asc()),
+    "-hits": (F("hits").desc(), F("id").desc()),
+    "hits": (F("hits").asc(), F("id").asc()),
+}
+DEFAULT_TRAIL_SORT = "-created"
+
+
+def day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+class TrailFilterSet(django_filters.FilterSet):
+    """Text (``q``, a substring of the query: pg_trgm GIN index), scope, status, created and
+    last-hit dates (inclusive days), and ``sort``."""
+
+    q = django_filters.CharFilter(method="filter_query", label="Query contains")
+    scope = django_filters.CharFilter(field_name="scope", lookup_expr="exact", label="Scope")
+    status = django_filters.ChoiceFilter(choices=TrailStatus.choices, empty_label="any status", label="Status")
+    created_from = django_filters.DateFilter(method="filter_from", field_name="created_at", label="Created from")
+    created_to = django_filters.DateFilter(method="filter_to", field_name="created_at", label="Created to")
+    last_hit_from = django_filters.DateFilter(method="filter_from", field_name="last_hit_at", label="Last hit from")
+    last_hit_to = django_filters.DateFilter(method="filter_to", field_name="last_hit_at", label="Last hit to")
+    sort = django_filters.ChoiceFilter(
+        method="filter_sort", label="Sort", empty_label=None,
+        choices=[
+            ("-created", "newest first"), ("created", "oldest first"),
+            ("-last_hit", "last hit"), ("-hits", "most hits"), ("hits", "fewest hits"),
+            ("last_hit", "least recently hit"),
+        ],
+    )
+
+    class Meta:
+        model = Trail
+        fields: list[str] = []
+
+    def filter_query(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
+        value = value.strip()
+        return queryset.filter(query__icontains=value) if value else queryset
+
+    def filter_from(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
+        return queryset.filter(**{f"{name}__gte": day_start(value)})
+
+    def filter_to(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
+        return queryset.filter(**{f"{name}__lt": day_start(value + timedelta(days=1))})
+
+    def filter_sort(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
+        return queryset.order_by(*TRAIL_SORTS.get(value, TRAIL_SORTS[DEFAULT_TRAIL_SORT]))
+
+    @property
+    def qs(self) -> QuerySet[Trail]:
+        queryset = super().qs
+        if not (self.is_bound and self.form.is_valid() and self.form.cleaned_data.get("sort")):
+            queryset = queryset.order_by(*TRAIL_SORTS[DEFAULT_TRAIL_SORT])
+        return queryset
+
+    @property
+    def current_sort(self) -> str:
+        if self.is_bound and self.form.is_valid():
+            return self.form.cleaned_data.get("sort") or DEFAULT_TRAIL_SORT
+        return DEFAULT_TRAIL_SORT

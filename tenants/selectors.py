@@ -1,0 +1,109 @@
+"""Reads for tenants: which tenants an operator may see, with which role, and what that role
+may do; API keys and the audit log of a tenant. The console asks ``operator_access`` and
+nothing else, so access is decided in one place and denied by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+
+from tenants.models import ApiKey, AuditEntry, Membership, Role, Tenant
+
+SUPERUSER = "superuser"
+
+# capability → roles that hold it. A capability missing here is held by nobody but superusers.
+CAPABILITIES: dict[str, frozenset[str]] = {
+    "dashboard.view": frozenset({Role.SUPPORT, Role.ADMIN, Role.COMPLIANCE}),
+    "trails.view": frozenset({Role.SUPPORT, Role.ADMIN, Role.COMPLIANCE}),
+    "trails.manage": frozenset({Role.SUPPORT, Role.ADMIN}),
+    "sections.view": frozenset({Role.SUPPORT, Role.ADMIN}),
+    "settings.manage": frozenset({Role.ADMIN}),
+    "apikeys.manage": frozenset({Role.ADMIN}),
+    "audit.view": frozenset({Role.COMPLIANCE, Role.ADMIN}),
+    "exports.manage": frozenset({Role.COMPLIANCE, Role.ADMIN}),
+    "subjects.erase": frozenset({Role.COMPLIANCE}),
+}
+
+
+@dataclass(frozen=True)
+class Access:
+    """An operator's standing in one tenant."""
+
+    tenant: Tenant
+    role: str  # a Role value, or SUPERUSER
+    tenants: tuple[Tenant, ...]  # every tenant the operator may switch to
+
+    def can(self, capability: str) -> bool:
+        return role_can(self.role, capability)
+
+
+def role_can(role: str | None, capability: str) -> bool:
+    if role == SUPERUSER:
+        return True
+    return role is not None and role in CAPABILITIES.get(capability, frozenset())
+
+
+def operator_tenants(*, user: Any) -> list[tuple[Tenant, str]]:
+    """(tenant, role) pairs the operator may see, by slug; superusers see every tenant."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return []
+    if user.is_superuser:
+        return [(t, SUPERUSER) for t in Tenant.objects.order_by("slug")]
+    rows = Membership.objects.filter(user=user).select_related("tenant").order_by("tenant__slug")
+    return [(m.tenant, m.role) for m in rows]
+
+
+def operator_access(*, user: Any, tenant_slug: str | None, capability: str) -> Access:
+    """The operator's access to ``tenant_slug`` (default: their first tenant) for
+    ``capability``. A tenant they don't belong to → Http404 (its existence is not
+    revealed); a role without the capability → PermissionDenied. One query."""
+    pairs = operator_tenants(user=user)
+    if not pairs:
+        raise Http404("no tenant")
+    if tenant_slug:
+        match = next(((t, r) for t, r in pairs if t.slug == tenant_slug), None)
+        if match is None:
+            raise Http404("no such tenant")
+    else:
+        match = pairs[0]
+    tenant, role = match
+    if not role_can(role, capability):
+        raise PermissionDenied(f"the {role} role may not do this")
+    return Access(tenant=tenant, role=role, tenants=tuple(t for t, _ in pairs))
+
+
+# ---- lists ----------------------------------------------------------------------------------
+
+def api_keys_for_tenant(*, tenant: Tenant) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(tenant=tenant).order_by("revoked_at", "-created_at")
+
+
+def api_key_get(*, tenant: Tenant, key_id: object) -> ApiKey:
+    try:
+        return ApiKey.objects.select_related("tenant").get(tenant=tenant, pk=key_id)
+    except (ApiKey.DoesNotExist, ValueError, TypeError) as exc:
+        raise Http404("no such key") from exc
+
+
+def audit_entries_for_tenant(
+    *, tenant: Tenant, action: str | None = None, actor: str | None = None, target: str | None = None,
+    since: datetime | None = None, until: datetime | None = None,
+) -> QuerySet[AuditEntry]:
+    """Newest first, through the (tenant, -created_at) index."""
+    entries = AuditEntry.objects.filter(tenant=tenant)
+    if action:
+        entries = entries.filter(action=action)
+    if actor:
+        entries = entries.filter(actor_label__icontains=actor)
+    if target:
+        entries = entries.filter(target__icontains=target)
+    if since:
+        entries = entries.filter(created_at__gte=since)
+    if until:
+        entries = entries.filter(created_at__lt=until)
+    return entries.order_by("-created_at", "-id")
