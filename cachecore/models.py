@@ -177,6 +177,8 @@ class RecallEvent(models.Model):
     escalated = models.BooleanField(default=False)
     latency_ms = models.FloatField()
     served_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)
+    # Every trail whose sections were served or hinted (more than one when trails were merged).
+    trail_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     # Filled by the record that names this recall_id.
     recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     served_cited = models.PositiveIntegerField(null=True)

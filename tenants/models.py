@@ -17,8 +17,14 @@ class AdmissionPolicy(models.TextChoices):
 
 
 # Defaults calibrated on tests/data/paraphrase_pairs.jsonl (see tests/cachecore/test_calibration.py).
-DEFAULT_SIMILARITY_THRESHOLD = 0.80
-DEFAULT_COVERAGE_FLOOR = 0.35
+DEFAULT_SIMILARITY_THRESHOLD = 0.51
+DEFAULT_COVERAGE_FLOOR = 0.32
+
+
+class MatchMode(models.TextChoices):
+    EMBEDDING = "embedding", "Embedding similarity"
+    HYBRID = "hybrid", "Embedding + trigram similarity"
+    LEXICAL = "lexical", "Trigram similarity only"
 
 
 class Tenant(models.Model):
@@ -59,6 +65,29 @@ class Tenant(models.Model):
         max_length=32, choices=AdmissionPolicy.choices, default=AdmissionPolicy.SIGNAL,
         help_text="Signal only, or signal plus the built-in verifier on the answer text.",
     )
+    match_mode = models.CharField(
+        max_length=16, choices=MatchMode.choices, default=MatchMode.EMBEDDING,
+        help_text="How a query is compared with trails' queries: embeddings, trigrams, or both.",
+    )
+    polarity_guard = models.BooleanField(
+        default=True,
+        help_text="Turn a match into a miss when the two questions differ in negation or direction "
+        "(enable vs disable, can vs can't).",
+    )
+    merge_trails = models.BooleanField(
+        default=True,
+        help_text="When several trails match, serve the union of their valid sections, best first, within the budget.",
+    )
+    resolver_url = models.URLField(
+        blank=True, help_text="HTTPS endpoint answering current hashes of cited ids at recall (optional).",
+    )
+    resolver_secret = models.CharField(
+        max_length=128, blank=True, help_text="HMAC-SHA256 key signing resolver requests.",
+    )
+    resolver_timeout_ms = models.PositiveIntegerField(
+        default=200, validators=[MinValueValidator(10), MaxValueValidator(5000)],
+        help_text="A resolver slower than this gives a hint, never a prefetch of unverified text.",
+    )
 
     class Meta:
         ordering = ["slug"]
@@ -79,6 +108,20 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        super().clean()
+        if self.resolver_url:
+            from urllib.parse import urlparse
+
+            from django.core.exceptions import ValidationError
+
+            parsed = urlparse(self.resolver_url)
+            loopback = parsed.hostname in {"127.0.0.1", "localhost", "::1"}
+            if parsed.scheme != "https" and not loopback:
+                raise ValidationError({"resolver_url": "The resolver must be an https:// URL."})
+            if not self.resolver_secret:
+                raise ValidationError({"resolver_secret": "A resolver needs a secret to sign its requests."})
 
 
 class ApiKey(models.Model):
