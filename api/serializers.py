@@ -146,6 +146,7 @@ class RecallResultSerializer(serializers.Serializer):
     omitted = serializers.ListField(child=serializers.CharField())
     steps = serializers.JSONField()
     hint = serializers.CharField(allow_null=True)
+    trails = serializers.ListField(child=serializers.UUIDField(), help_text="Trails that contributed (merged).")
 
 
 class FeedbackSerializer(serializers.Serializer):

@@ -119,18 +119,28 @@ class CitedSection:
     pk: int | None
 
 
-def cited_sections_now(*, trail_id: str) -> list[CitedSection]:
-    """The trail's citations with each section's current hash and text, in citation order,
+def cited_sections_for_trails(*, trail_ids: list[str]) -> dict[str, list[CitedSection]]:
+    """Each trail's citations with each section's current hash and text, in citation order,
     from one statement (one snapshot): the text served always belongs to the hash checked."""
+    by_trail: dict[str, list[CitedSection]] = {str(t): [] for t in trail_ids}
+    if not trail_ids:
+        return by_trail
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id "
+            "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id "
             "FROM cachecore_citation c LEFT JOIN cachecore_section s "
             "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
-            "WHERE c.trail_id = %s ORDER BY c.position",
-            [trail_id],
+            "WHERE c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
+            [[str(t) for t in trail_ids]],
         )
-        return [CitedSection(r[0], r[1], r[2], r[3], r[4] or 0, r[5]) for r in cur.fetchall()]
+        for r in cur.fetchall():
+            by_trail[str(r[0])].append(CitedSection(r[1], r[2], r[3], r[4], r[5] or 0, r[6]))
+    return by_trail
+
+
+def cited_sections_now(*, trail_id: str) -> list[CitedSection]:
+    """One trail's citations with the sections' current state (see cited_sections_for_trails)."""
+    return cited_sections_for_trails(trail_ids=[str(trail_id)])[str(trail_id)]
 
 
 def coverage_by_section(*, section_hashes: dict[int, str], embedding: np.ndarray) -> dict[int, float]:

@@ -15,6 +15,7 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, classify, section_state
+from cachecore.engine.polarity import polarity_conflict
 from cachecore.engine.text import content_hash, normalise_query
 from cachecore.models import (
     MissReason,
@@ -37,6 +38,25 @@ class RecallResult:
     omitted: list[str] = field(default_factory=list)
     steps: list[Any] = field(default_factory=list)
     hint: str | None = None
+    # Every trail that contributed sections (the best first); more than one when merged.
+    trails: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Checked:
+    """A candidate trail with the state of each cited section now."""
+
+    trail_id: str
+    similarity: float
+    cited: list[selectors.CitedSection]
+    states: list[SectionState]
+
+    @property
+    def valid(self) -> list[selectors.CitedSection]:
+        return [c for c, s in zip(self.cited, self.states) if s is SectionState.VALID]
+
+    def ids_in(self, state: SectionState) -> list[str]:
+        return [c.section_id for c, s in zip(self.cited, self.states) if s is state]
 
 
 def _verified_hash(cited: selectors.CitedSection) -> str | None:
@@ -47,11 +67,24 @@ def _verified_hash(cited: selectors.CitedSection) -> str | None:
     return ""
 
 
+def _matching_candidates(
+    *, tenant: Tenant, query_normalised: str, candidates: list[selectors.Candidate]
+) -> tuple[list[selectors.Candidate], bool]:
+    """Candidates at or above the tenant's threshold that pass the polarity guard, best first;
+    and whether the guard turned away any that passed the threshold."""
+    passing = [c for c in candidates if c.similarity >= tenant.similarity_threshold]
+    if not tenant.polarity_guard:
+        return passing, False
+    kept = [c for c in passing if polarity_conflict(query_normalised, c.query_normalised) is None]
+    return kept, len(kept) < len(passing)
+
+
 def recall(
     *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = ""
 ) -> RecallResult:
-    """Look up the nearest active trail of the scope; serve its sections' current text only
-    if every cited hash still matches (prefetch), else a hint or a miss. Logged."""
+    """Look up the nearest active trails of the scope; serve sections' current text only if
+    every cited hash of the best trail still matches (prefetch, merged with the valid sections
+    of the other matching trails when the tenant merges), else a hint or a miss. Logged."""
     started = time.perf_counter()
     normalised = normalise_query(query)
     embedding = get_embedder().embed_one(normalised)
@@ -61,56 +94,35 @@ def recall(
     served_ids: list[str] = []
     with transaction.atomic():
         candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
-        best = candidates[0] if candidates else None
-        if best is not None and best.similarity >= tenant.similarity_threshold:
-            cited = selectors.cited_sections_now(trail_id=best.trail_id)
+        if candidates:
+            result.similarity = round(candidates[0].similarity, 4)
+        matching, guarded = _matching_candidates(tenant=tenant, query_normalised=normalised, candidates=candidates)
+        if guarded and not matching:
+            miss_reason = MissReason.GUARD
+        if not tenant.merge_trails:
+            matching = matching[:1]
+        cited_by_trail = selectors.cited_sections_for_trails(trail_ids=[c.trail_id for c in matching])
+        checked: list[_Checked] = []
+        stale_ids: list[str] = []
+        for candidate in matching:
+            cited = cited_by_trail[candidate.trail_id]
             states = [section_state(recorded_hash=c.recorded_hash, current_hash=_verified_hash(c)) for c in cited]
-            valid = [c for c, s in zip(cited, states) if s is SectionState.VALID]
-            coverage = None
-            servable = all(c.text is not None for c in valid)
-            if valid and len(valid) == len(cited) and servable:
-                scores = selectors.coverage_by_section(
-                    section_hashes={c.pk: c.current_hash for c in valid}, embedding=embedding
-                )
-                # Known only when every valid section has chunks: a partial max could escalate wrongly.
-                coverage = max(scores.values()) if scores and len(scores) == len(valid) else None
-            decision = classify(states, coverage=coverage, coverage_floor=tenant.coverage_floor, servable=servable)
-            result.similarity = round(best.similarity, 4)
-            result.coverage = round(coverage, 4) if coverage is not None else None
-            if decision.stale:
-                miss_reason = MissReason.STALE
-                Trail.objects.filter(pk=best.trail_id, status=TrailStatus.ACTIVE).update(
-                    status=TrailStatus.STALE, status_changed_at=timezone.now()
-                )
+            if classify(states, coverage=None, coverage_floor=0).stale:
+                stale_ids.append(candidate.trail_id)
             else:
-                trail = Trail.objects.only("steps").get(pk=best.trail_id)
-                result.outcome = decision.outcome
-                result.trail_id = best.trail_id
-                result.escalated = decision.escalated
-                result.steps = trail.steps
-                if decision.outcome is Outcome.PREFETCH:
-                    served_ids, result.omitted = fit_to_budget([(c.section_id, c.token_count) for c in cited], budget)
-                    served = set(served_ids)
-                    result.sections = [
-                        {"id": c.section_id, "status": SectionState.VALID.value, "text": c.text}
-                        if c.section_id in served else {"id": c.section_id, "status": SectionState.VALID.value}
-                        for c in cited
-                    ]
-                else:
-                    result.sections = [{"id": c.section_id, "status": s.value} for c, s in zip(cited, states)]
-                    result.hint = hint_text(
-                        valid=[c.section_id for c in valid],
-                        changed=[c.section_id for c, s in zip(cited, states) if s is SectionState.CHANGED],
-                        missing=[c.section_id for c, s in zip(cited, states) if s is SectionState.MISSING],
-                        escalated=decision.escalated,
-                        hash_only=not servable,
-                    )
-                Trail.objects.filter(pk=best.trail_id).update(hits=F("hits") + 1, last_hit_at=timezone.now())
-        elif best is not None:
-            result.similarity = round(best.similarity, 4)
+                checked.append(_Checked(candidate.trail_id, candidate.similarity, cited, states))
+        if stale_ids:
+            Trail.objects.filter(pk__in=stale_ids, status=TrailStatus.ACTIVE).update(
+                status=TrailStatus.STALE, status_changed_at=timezone.now()
+            )
+            if not checked:
+                miss_reason = MissReason.STALE
+        if checked:
+            served_ids = _answer(result, checked=checked, tenant=tenant, embedding=embedding, budget=budget)
+            Trail.objects.filter(pk__in=result.trails).update(hits=F("hits") + 1, last_hit_at=timezone.now())
         event = RecallEvent.objects.create(
             tenant=tenant, scope=scope, query=query, subject=subject,
-            trail_id=result.trail_id, outcome=result.outcome,
+            trail_id=result.trail_id, trail_ids=result.trails, outcome=result.outcome,
             miss_reason=miss_reason if result.outcome == Outcome.MISS else "",
             similarity=result.similarity, coverage=result.coverage, escalated=result.escalated,
             latency_ms=round((time.perf_counter() - started) * 1000, 3), served_ids=served_ids,
@@ -120,3 +132,54 @@ def recall(
     return result
 
 
+def _answer(
+    result: RecallResult, *, checked: list[_Checked], tenant: Tenant, embedding: Any, budget: int
+) -> list[str]:
+    """Fill ``result`` from the best live trail (and the others' valid sections); returns the
+    ids whose text is served."""
+    best, others = checked[0], checked[1:]
+    extra: list[selectors.CitedSection] = []
+    seen = {c.section_id for c in best.cited}
+    for other in others:
+        for c in other.valid:
+            if c.section_id not in seen:
+                seen.add(c.section_id)
+                extra.append(c)
+    valid = best.valid + extra
+    servable = all(c.text is not None for c in best.valid)
+    coverage = None
+    if len(best.valid) == len(best.cited) and servable:
+        scores = selectors.coverage_by_section(
+            section_hashes={c.pk: c.current_hash for c in valid if c.text is not None}, embedding=embedding
+        )
+        # Known only when every valid section has chunks: a partial max could escalate wrongly.
+        with_text = [c for c in valid if c.text is not None]
+        coverage = max(scores.values()) if scores and len(scores) == len(with_text) else None
+    decision = classify(best.states, coverage=coverage, coverage_floor=tenant.coverage_floor, servable=servable)
+    result.outcome = decision.outcome
+    result.trail_id = best.trail_id
+    result.escalated = decision.escalated
+    result.coverage = round(coverage, 4) if coverage is not None else None
+    result.steps = Trail.objects.only("steps").get(pk=best.trail_id).steps
+    contributing = [best.trail_id] + [o.trail_id for o in others if any(c in extra for c in o.valid)]
+    result.trails = contributing
+    if decision.outcome is Outcome.PREFETCH:
+        offered = [c for c in valid if c.text is not None]
+        served_ids, result.omitted = fit_to_budget([(c.section_id, c.token_count) for c in offered], budget)
+        served = set(served_ids)
+        result.sections = [
+            {"id": c.section_id, "status": SectionState.VALID.value, "text": c.text}
+            if c.section_id in served else {"id": c.section_id, "status": SectionState.VALID.value}
+            for c in offered
+        ]
+        return served_ids
+    result.sections = [{"id": c.section_id, "status": s.value} for c, s in zip(best.cited, best.states)]
+    result.sections += [{"id": c.section_id, "status": SectionState.VALID.value} for c in extra]
+    result.hint = hint_text(
+        valid=[c.section_id for c in valid],
+        changed=best.ids_in(SectionState.CHANGED),
+        missing=best.ids_in(SectionState.MISSING),
+        escalated=decision.escalated,
+        hash_only=not servable,
+    )
+    return []

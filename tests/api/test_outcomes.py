@@ -38,7 +38,7 @@ def test_recall_of_a_recorded_question_is_a_prefetch_with_current_text_in_citati
     assert body["steps"][0]["tool"] == "search"
     assert body["hint"] is None
     assert set(body) == {"recall_id", "outcome", "trail_id", "similarity", "coverage", "escalated", "sections",
-                         "omitted", "steps", "hint"}
+                         "omitted", "steps", "hint", "trails"}
 
 
 def test_paraphrase_hits_and_unrelated_question_misses(caller):

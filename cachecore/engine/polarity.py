@@ -1,0 +1,97 @@
+"""The negation and polarity guard: two questions that embed close together but ask opposite
+things ("How do I enable 2FA?" / "How do I disable 2FA?", "Can I …" / "Why can't I …") must
+not share a trail. Pure word-level rules: negation parity and antonym pairs."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+NEGATIONS = {"not", "never", "cannot", "no"}
+# Negation parity alone is too blunt: paraphrases often drop a negation while rewording
+# ("Why isn't there a switch statement?" / "What do I use instead of switch?"). It counts only
+# when the two questions share most of their content words, i.e. the negation is the difference.
+# Measured on tests/data (see README, "Matching quality"): words-only negation parity lost 13%
+# of FAQ paraphrase hits; gated by overlap it loses about 2%.
+NEGATION_MIN_OVERLAP = 0.4
+_STOPWORDS = set(
+    "a an the i my me to of in on for and or is are be do does did how what why when where which can could "
+    "should would will with it this that there you your we from by as at if so use using".split()
+)
+
+ANTONYMS = [
+    ("enable", "disable"), ("add", "remove"), ("install", "uninstall"), ("start", "stop"),
+    ("open", "close"), ("read", "write"), ("encode", "decode"), ("import", "export"),
+    ("upload", "download"), ("increase", "decrease"), ("create", "delete"), ("allow", "deny"),
+    ("allow", "block"), ("show", "hide"), ("lock", "unlock"), ("connect", "disconnect"),
+    ("include", "exclude"), ("compress", "decompress"), ("encrypt", "decrypt"),
+    ("serialize", "deserialize"), ("backup", "restore"), ("subscribe", "unsubscribe"),
+    ("login", "logout"), ("maximum", "minimum"), ("max", "min"), ("first", "last"),
+    ("before", "after"), ("send", "receive"), ("push", "pull"), ("get", "set"), ("attach", "detach"),
+    ("mount", "unmount"), ("freeze", "unfreeze"), ("upgrade", "downgrade"), ("expand", "collapse"),
+    ("grant", "revoke"), ("accept", "reject"), ("pause", "resume"), ("join", "leave"),
+    ("insert", "delete"), ("append", "remove"), ("load", "unload"), ("pack", "unpack"),
+    ("wrap", "unwrap"), ("zip", "unzip"), ("archive", "unarchive"), ("register", "unregister"),
+    ("mute", "unmute"), ("follow", "unfollow"), ("pin", "unpin"), ("share", "unshare"),
+    ("select", "deselect"), ("check", "uncheck"), ("activate", "deactivate"), ("assign", "unassign"),
+    ("publish", "unpublish"), ("link", "unlink"), ("merge", "split"), ("import", "unimport"),
+    ("sign in", "sign out"), ("log in", "log out"), ("turn on", "turn off"), ("opt in", "opt out"),
+    ("faster", "slower"), ("more", "less"), ("larger", "smaller"), ("bigger", "smaller"),
+    ("higher", "lower"), ("inside", "outside"), ("client", "server"), ("sync", "async"),
+    ("synchronous", "asynchronous"), ("mutable", "immutable"), ("public", "private"),
+    ("local", "global"), ("input", "output"), ("upper", "lower"), ("uppercase", "lowercase"),
+]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("\u2019", "'"))
+
+
+def negation_count(text: str) -> int:
+    count = 0
+    for token in _tokens(text):
+        if token in NEGATIONS or token.endswith("n't"):
+            count += 1
+    return count
+
+
+def _stems(text: str) -> tuple[set[str], str]:
+    tokens = _tokens(text)
+    return {_stem(t) for t in tokens}, " ".join(_stem(t) for t in tokens)
+
+
+def _has(term: str, stems: set[str], phrase: str) -> bool:
+    if " " in term:
+        return f" {' '.join(_stem(w) for w in term.split())} " in f" {phrase} "
+    return _stem(term) in stems
+
+
+def _content_words(text: str) -> set[str]:
+    return {
+        _stem(t) for t in _tokens(text) if t not in _STOPWORDS and t not in NEGATIONS and not t.endswith("n't")
+    }
+
+
+def polarity_conflict(a: str, b: str) -> str | None:
+    """Why ``a`` and ``b`` ask opposite things, or None. Symmetric."""
+    if (negation_count(a) % 2) != (negation_count(b) % 2):
+        ca, cb = _content_words(a), _content_words(b)
+        if len(ca & cb) / max(1, len(ca | cb)) >= NEGATION_MIN_OVERLAP:
+            return "negation differs"
+    stems_a, phrase_a = _stems(a)
+    stems_b, phrase_b = _stems(b)
+    for x, y in ANTONYMS:
+        a_x, a_y = _has(x, stems_a, phrase_a), _has(y, stems_a, phrase_a)
+        b_x, b_y = _has(x, stems_b, phrase_b), _has(y, stems_b, phrase_b)
+        if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
+            return f"{x} vs {y}"
+    return None

@@ -1,0 +1,66 @@
+"""Matching: merged trails and the polarity guard, through the API."""
+
+from cachecore.models import RecallEvent
+
+SECTIONS = {
+    "2fa#enable": "To turn on two-factor authentication, open Account, Security and scan the QR code.",
+    "2fa#disable": "To turn off two-factor authentication, open Account, Security and choose Remove.",
+    "install#debian": "On Debian, run apt install acme. The service starts automatically.",
+    "install#requirements": "Acme needs 2 GB of memory and a 64-bit processor.",
+    "install#ubuntu": "On Ubuntu, run apt install acme as well; snaps are not supported.",
+}
+
+
+def test_polarity_guard_turns_an_opposite_question_into_a_miss(caller):
+    caller.upsert(SECTIONS)
+    caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"])
+    body = caller.recall("How do I disable two-factor authentication?")
+    assert body["outcome"] == "miss"
+    assert body["similarity"] >= caller.tenant.similarity_threshold  # it *was* similar enough
+    assert RecallEvent.objects.get(pk=body["recall_id"]).miss_reason == "guard"
+    assert caller.recall("how can I turn on two factor authentication")["outcome"] == "prefetch"
+
+
+def test_without_the_guard_the_opposite_question_hits(make_caller):
+    caller = make_caller(polarity_guard=False)
+    caller.upsert(SECTIONS)
+    caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"])
+    assert caller.recall("How do I disable two-factor authentication?")["outcome"] != "miss"
+
+
+def test_merged_trails_serve_the_union_of_valid_sections_best_first(caller):
+    caller.upsert(SECTIONS)
+    first = caller.record(query="How do I install Acme on Debian?", cited=["install#debian",
+                                                                          "install#requirements"]).json()
+    second = caller.record(query="How do I install Acme on Ubuntu?", cited=["install#ubuntu",
+                                                                          "install#requirements"]).json()
+    body = caller.recall("How do I install Acme on Debian?")
+    assert body["outcome"] == "prefetch"
+    assert body["trail_id"] == first["trail_id"]
+    assert body["trails"] == [first["trail_id"], second["trail_id"]]
+    assert [s["id"] for s in body["sections"]] == ["install#debian", "install#requirements", "install#ubuntu"]
+    assert all("text" in s for s in body["sections"])
+    # A changed section of the second trail is never served; the first trail still prefetches alone.
+    caller.upsert({"install#ubuntu": "changed text"})
+    body = caller.recall("How do I install Acme on Debian?")
+    assert [s["id"] for s in body["sections"]] == ["install#debian", "install#requirements"]
+    assert body["trails"] == [first["trail_id"]]
+
+
+def test_merging_off_serves_only_the_best_trail(make_caller):
+    caller = make_caller(merge_trails=False)
+    caller.upsert(SECTIONS)
+    caller.record(query="How do I install Acme on Debian?", cited=["install#debian"])
+    caller.record(query="How do I install Acme on Ubuntu?", cited=["install#ubuntu"])
+    body = caller.recall("How do I install Acme on Debian?")
+    assert [s["id"] for s in body["sections"]] == ["install#debian"] and len(body["trails"]) == 1
+
+
+def test_a_stale_best_trail_gives_way_to_the_next_live_one(caller):
+    caller.upsert(SECTIONS)
+    stale = caller.record(query="How do I install Acme on Debian?", cited=["install#debian"]).json()
+    live = caller.record(query="How do I install Acme on Debian machines?", cited=["install#requirements"]).json()
+    caller.upsert({"install#debian": "rewritten"})
+    body = caller.recall("How do I install Acme on Debian?")
+    assert body["trail_id"] == live["trail_id"]
+    assert caller.get(f"/api/v1/trails/{stale['trail_id']}").json()["status"] == "stale"
