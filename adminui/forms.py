@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django import forms
+from django.db import models
 from django.forms.models import fields_for_model
 
 from tenants.models import AuditAction, Tenant
@@ -38,22 +39,33 @@ class TrailActionForm(forms.Form):
     next = forms.CharField(required=False)
 
 
+# Secrets are never rendered into a page; they are set by other means.
+CONSOLE_SETTINGS_FIELDS = tuple(f for f in SETTINGS_FIELDS if "secret" not in f)
+
+
+def _formfield(model_field: models.Field, **kwargs: object) -> forms.Field | None:
+    if isinstance(model_field, models.URLField):
+        kwargs["assume_scheme"] = "https"
+    return model_field.formfield(**kwargs)
+
+
 class TenantSettingsForm(forms.Form):
     """The settings fields with the model's validators, ranges and help text. A plain form
     (not a ModelForm) so the tenant object is untouched until the service saves it."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.fields.update(fields_for_model(Tenant, fields=SETTINGS_FIELDS))
+        self.fields.update(fields_for_model(Tenant, fields=CONSOLE_SETTINGS_FIELDS, formfield_callback=_formfield))
         for name in ("similarity_threshold", "coverage_floor"):
             self.fields[name].widget.attrs.update({"step": "0.01", "min": "0", "max": "1"})
         for field in self.fields.values():
-            field.widget.attrs.setdefault("class", "input")
+            if not isinstance(field.widget, forms.CheckboxInput):
+                field.widget.attrs.setdefault("class", "input")
 
     @staticmethod
     def ranges() -> dict[str, str]:
         out = {}
-        for name in SETTINGS_FIELDS:
+        for name in CONSOLE_SETTINGS_FIELDS:
             field = Tenant._meta.get_field(name)
             lo = next((v.limit_value for v in field.validators if v.__class__.__name__ == "MinValueValidator"), None)
             hi = next((v.limit_value for v in field.validators if v.__class__.__name__ == "MaxValueValidator"), None)

@@ -8,15 +8,17 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from adminui.access import console_view
-from adminui.forms import TenantSettingsForm
+from adminui.forms import CONSOLE_SETTINGS_FIELDS, TenantSettingsForm
 from adminui.rendering import console_render
 from adminui.views.trails import actor_label
 from tenants import services
-from tenants.services import SETTINGS_FIELDS
 
+RETENTION = ("trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days")
 GROUPS = (
-    ("Retention", ("trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days")),
-    ("Matching", ("similarity_threshold", "coverage_floor", "default_budget_tokens", "admission_policy")),
+    ("Retention", RETENTION),
+    ("Matching and admission", tuple(f for f in CONSOLE_SETTINGS_FIELDS if f not in RETENTION
+                                     and not f.startswith("resolver_"))),
+    ("Resolver", tuple(f for f in CONSOLE_SETTINGS_FIELDS if f.startswith("resolver_"))),
 )
 
 
@@ -27,14 +29,14 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
         form = TenantSettingsForm(request.POST)
         if form.is_valid():
             try:
-                before = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
+                before = {f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS}
                 services.tenant_settings_update(tenant=tenant, changes=form.cleaned_data,
                                                 actor_label=actor_label(request), actor=request.user)
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
             else:
-                changed = [f for f in SETTINGS_FIELDS if before[f] != getattr(tenant, f)]
+                changed = [f for f in CONSOLE_SETTINGS_FIELDS if before[f] != getattr(tenant, f)]
                 if changed:
                     labels = ", ".join(str(form.fields[f].label).lower() for f in changed)
                     messages.success(request, f"Saved: {labels}.")
@@ -43,8 +45,8 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
                 return HttpResponseRedirect(f"{request.path}?tenant={tenant.slug}")
         status = 400
     else:
-        form = TenantSettingsForm(initial={f: getattr(tenant, f) for f in SETTINGS_FIELDS})
+        form = TenantSettingsForm(initial={f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS})
         status = 200
-    groups = [(title, [form[name] for name in names]) for title, names in GROUPS]
+    groups = [(title, [form[name] for name in names]) for title, names in GROUPS if names]
     context = {"form": form, "groups": groups, "ranges": TenantSettingsForm.ranges()}
     return console_render(request, "adminui/settings/edit.html", context, status=status)

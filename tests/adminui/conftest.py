@@ -46,6 +46,11 @@ def record(tenant: Tenant, query: str, cited: list[str], *, scope: str = "defaul
     )
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def world(db: None) -> ConsoleWorld:
     tenant = tenant_create(slug="acme", name="Acme Docs")

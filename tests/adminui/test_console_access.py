@@ -1,0 +1,190 @@
+"""Who may do what: every page and every action × support / admin / compliance / outsider
+(admin of another tenant) / anonymous / superuser. Denied by default, outsiders get 404."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import quote
+
+import pytest
+from django.urls import URLPattern
+
+from adminui import urls as console_urls
+from adminui.forms import CONSOLE_SETTINGS_FIELDS
+from cachecore.models import Trail, TrailStatus
+from tenants.models import ApiKey, AuditEntry, Tenant
+from tenants.services import api_key_create
+
+ROLES = ("support", "admin", "compliance")
+PERSONAS = (*ROLES, "outsider", "anonymous", "superuser")
+
+# page → (url builder, roles allowed)
+PAGES: dict[str, tuple[Callable, set[str]]] = {
+    "dashboard": (lambda w: "/console/?tenant=acme", {"support", "admin", "compliance"}),
+    "trails": (lambda w: "/console/trails/?tenant=acme", {"support", "admin", "compliance"}),
+    "trail": (lambda w: f"/console/trails/{w.trails[0].pk}/?tenant=acme", {"support", "admin", "compliance"}),
+    "sections": (lambda w: "/console/sections/?tenant=acme", {"support", "admin"}),
+    "section": (lambda w: f"/console/sections/detail/?tenant=acme&id={quote('manual/install.md#linux', safe='')}",
+                {"support", "admin"}),
+    "settings": (lambda w: "/console/settings/?tenant=acme", {"admin"}),
+    "apikeys": (lambda w: "/console/api-keys/?tenant=acme", {"admin"}),
+    "audit": (lambda w: "/console/audit/?tenant=acme", {"admin", "compliance"}),
+}
+
+
+def expected_status(persona: str, allowed: set[str], ok: int = 200) -> int:
+    if persona == "anonymous":
+        return 302
+    if persona == "outsider":
+        return 404
+    if persona == "superuser" or persona in allowed:
+        return ok
+    return 403
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_access_matrix(world, page, persona):
+    build, allowed = PAGES[page]
+    url = build(world)
+    response = world.client(persona).get(url)
+    assert response.status_code == expected_status(persona, allowed), (page, persona)
+    if persona == "anonymous":
+        assert response["Location"].startswith("/console/login/?next=")
+    if response.status_code == 200:
+        assert b"<html" in response.content
+
+
+def _trail_post(action: str, *, confirm: bool = True) -> Callable:
+    def build(w):
+        data = {"action": action, "ids": [str(w.trails[0].pk)], "next": "/console/trails/?tenant=acme"}
+        if confirm:
+            data["confirm"] = "1"
+        return "/console/trails/actions/?tenant=acme", data
+    return build
+
+
+def settings_post(tenant: Tenant, **changes: object) -> dict[str, object]:
+    """The settings form as the page submits it: every field with its current value."""
+    data = {f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS}
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not False}  # an unticked checkbox is not sent
+
+
+def _trail_status(w) -> str | None:
+    return Trail.objects.filter(pk=w.trails[0].pk).values_list("status", flat=True).first()
+
+
+# action → (request builder, roles allowed, status when done, "did it happen?" probe)
+ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
+    "trail.quarantine": (_trail_post("quarantine"), {"support", "admin"}, 302,
+                         lambda w: _trail_status(w) == TrailStatus.QUARANTINED),
+    "trail.purge": (_trail_post("purge"), {"support", "admin"}, 302, lambda w: _trail_status(w) is None),
+    "trail.purge.ask": (_trail_post("purge", confirm=False), {"support", "admin"}, 200,
+                        lambda w: _trail_status(w) == TrailStatus.ACTIVE),
+    "settings.change": (lambda w: ("/console/settings/?tenant=acme", settings_post(w.tenant, trail_ttl_days=45)),
+                        {"admin"}, 302,
+        lambda w: Tenant.objects.get(slug="acme").trail_ttl_days == 45),
+    "apikey.create": (lambda w: ("/console/api-keys/?tenant=acme", {"name": "bot", "scope_prefixes": ""}),
+                      {"admin"}, 201, lambda w: ApiKey.objects.filter(tenant=w.tenant, name="bot").exists()),
+    "apikey.revoke": (lambda w: (f"/console/api-keys/{w.key.pk}/revoke/?tenant=acme", {}), {"admin"}, 302,
+                      lambda w: ApiKey.objects.get(pk=w.key.pk).revoked_at is not None),
+}
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("action", ACTIONS)
+def test_action_access_matrix(world, action, persona):
+    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+    build, allowed, ok, happened = ACTIONS[action]
+    url, data = build(world)
+    audit_before = AuditEntry.objects.filter(tenant=world.tenant).count()
+    response = world.client(persona).post(url, data)
+    expected = expected_status(persona, allowed, ok)
+    assert response.status_code == expected, (action, persona, response.content[:500])
+    if persona == "superuser" or persona in allowed:
+        assert happened(world)
+    else:
+        assert not happened(world) or action == "trail.purge.ask"
+        assert AuditEntry.objects.filter(tenant=world.tenant).count() == audit_before
+
+
+def test_outsider_gets_404_for_another_tenants_objects_even_through_their_own_tenant(world):
+    client = world.client("outsider")
+    assert client.get(f"/console/trails/{world.trails[0].pk}/?tenant=globex").status_code == 404
+    assert client.get("/console/sections/detail/?tenant=globex&id=manual%2Finstall.md%23linux").status_code == 404
+    response = client.post("/console/trails/actions/?tenant=globex",
+                           {"action": "purge", "ids": [str(world.trails[0].pk)], "confirm": "1"})
+    assert response.status_code == 302
+    assert Trail.objects.filter(pk=world.trails[0].pk).exists()
+    other_key, _ = api_key_create(tenant=world.tenant, name="acme key")
+    assert client.post(f"/console/api-keys/{other_key.pk}/revoke/?tenant=globex").status_code == 404
+    assert ApiKey.objects.get(pk=other_key.pk).revoked_at is None
+
+
+def test_member_sees_only_their_tenants_in_the_switcher(world):
+    body = world.client("support").get("/console/trails/?tenant=acme").content.decode()
+    assert 'value="acme"' in body and "globex" not in body
+
+
+def test_unknown_tenant_is_404_and_all_tenants_is_for_superusers_only(world):
+    assert world.client("admin").get("/console/?tenant=nope").status_code == 404
+    assert world.client("admin").get("/console/?tenant=*").status_code == 404
+    assert world.client("superuser").get("/console/?tenant=*").status_code == 200
+    assert world.client("superuser").get("/console/trails/?tenant=*").status_code == 404
+
+
+def test_operator_without_membership_gets_404(world, django_user_model):
+    loner = django_user_model.objects.create_user(username="loner@x.test", password="x" * 12)
+    client = world.client("anonymous")
+    client.force_login(loner)
+    assert client.get("/console/").status_code == 404
+
+
+def test_every_console_view_goes_through_the_access_gate():
+    open_views = {"login", "logout"}
+    for pattern in console_urls.urlpatterns:
+        assert isinstance(pattern, URLPattern)
+        if pattern.name in open_views:
+            continue
+        assert hasattr(pattern.callback, "console_capability"), pattern.name
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_csrf_is_enforced_on_every_post(world, action):
+    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+    build, _allowed, _ok, happened = ACTIONS[action]
+    url, data = build(world)
+    client = world.client("superuser", enforce_csrf_checks=True)
+    response = client.post(url, data)
+    assert response.status_code == 403
+    assert not happened(world) or action == "trail.purge.ask"
+
+
+def test_csrf_token_from_the_page_works_as_htmx_sends_it(world):
+    client = world.client("admin", enforce_csrf_checks=True)
+    page = client.get("/console/trails/?tenant=acme")
+    token = page.cookies["csrftoken"].value
+    assert 'hx-headers=\'{"X-CSRFToken": "' in page.content.decode()
+    response = client.post("/console/trails/actions/?tenant=acme",
+                           {"action": "quarantine", "ids": [str(world.trails[0].pk)], "confirm": "1"},
+                           HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert _trail_status(world) == TrailStatus.QUARANTINED
+
+
+def test_logout_needs_post_and_login_page_renders(world):
+    client = world.client("admin")
+    assert client.get("/console/login/").status_code == 302  # already logged in → console
+    assert world.client("anonymous").get("/console/login/").status_code == 200
+    assert client.post("/console/logout/").status_code == 302
+    assert client.get("/console/").status_code == 302
+
+
+def test_login_with_email_and_password(world):
+    client = world.client("anonymous")
+    response = client.post("/console/login/", {"username": "support@acme.test", "password": "console-test-pass",
+                                                "next": "/console/trails/?tenant=acme"})
+    assert response.status_code == 302 and response["Location"] == "/console/trails/?tenant=acme"
+    bad = world.client("anonymous").post("/console/login/", {"username": "support@acme.test", "password": "no"})
+    assert bad.status_code == 200 and b"Email or password is wrong" in bad.content
