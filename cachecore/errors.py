@@ -46,3 +46,10 @@ class ScopeForbidden(DomainError):
 class Conflict(DomainError):
     status_code = 409
     code = "conflict"
+
+
+class Unavailable(DomainError):
+    """A dependency the request needs (the tenant's resolver) did not answer."""
+
+    status_code = 503
+    code = "unavailable"

@@ -14,6 +14,7 @@ def hint_text(
     valid: Sequence[str],
     changed: Sequence[str],
     missing: Sequence[str] = (),
+    unverified: Sequence[str] = (),
     escalated: bool = False,
     hash_only: bool = False,
 ) -> str:
@@ -24,6 +25,8 @@ def hint_text(
         parts.append(f"{_ids(changed)} changed since")
     if missing:
         parts.append(f"{_ids(missing)} no longer exist")
+    if unverified:
+        parts.append(f"{_ids(unverified)} could not be checked just now: read them fresh")
     text = "; ".join(parts) + "."
     if escalated:
         text += " Those sections are on topic but may not answer this exact question: search as well."

@@ -17,6 +17,8 @@ class SectionState(StrEnum):
     VALID = "valid"
     CHANGED = "changed"
     MISSING = "missing"
+    # Kept by the tenant's resolver, which could not be asked just now.
+    UNVERIFIED = "unverified"
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,14 @@ def classify(
 ) -> Decision:
     """all valid → prefetch (hint + escalated when coverage is known and under the floor);
     some valid → hint; none valid → miss and stale. ``servable`` is False when a valid
-    section has no text to serve (kept by hash only): such a trail can only hint."""
+    section has no text to serve (kept by hash only): such a trail can only hint. A section
+    that could not be verified is never valid, but does not make the trail stale either."""
     if not states:
         return Decision(Outcome.MISS, stale=True)
     valid = sum(1 for s in states if s is SectionState.VALID)
     if valid == 0:
+        if SectionState.UNVERIFIED in states:
+            return Decision(Outcome.HINT)
         return Decision(Outcome.MISS, stale=True)
     if valid < len(states) or not servable:
         return Decision(Outcome.HINT)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from cachecore import selectors
+from cachecore import resolver, selectors
 from cachecore.embedding import get_embedder
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.hint import hint_text
@@ -67,6 +67,29 @@ def _verified_hash(cited: selectors.CitedSection) -> str | None:
     return ""
 
 
+def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.CitedSection]]) -> set[str]:
+    """Fill in, from the tenant's resolver, sections not mirrored here (one batched call).
+    Returns the ids that could not be verified (resolver down): they can only hint."""
+    if not tenant.resolver_url:
+        return set()
+    remote = sorted({c.section_id for cited in cited_by_trail.values() for c in cited if c.current_hash is None})
+    if not remote:
+        return set()
+    try:
+        answered = resolver.resolve(tenant=tenant, section_ids=remote)
+    except resolver.ResolverUnavailable:
+        return set(remote)
+    counter = get_embedder()
+    for trail_id, cited in cited_by_trail.items():
+        cited_by_trail[trail_id] = [
+            replace(c, current_hash=answered[c.section_id].hash, text=answered[c.section_id].text,
+                    token_count=counter.count_tokens(answered[c.section_id].text or ""))
+            if c.current_hash is None and c.section_id in answered else c
+            for c in cited
+        ]
+    return set()
+
+
 def _matching_candidates(
     *, tenant: Tenant, query_normalised: str, candidates: list[selectors.Candidate]
 ) -> tuple[list[selectors.Candidate], bool]:
@@ -102,11 +125,16 @@ def recall(
         if not tenant.merge_trails:
             matching = matching[:1]
         cited_by_trail = selectors.cited_sections_for_trails(trail_ids=[c.trail_id for c in matching])
+        unverified = _resolve_remote(tenant=tenant, cited_by_trail=cited_by_trail)
         checked: list[_Checked] = []
         stale_ids: list[str] = []
         for candidate in matching:
             cited = cited_by_trail[candidate.trail_id]
-            states = [section_state(recorded_hash=c.recorded_hash, current_hash=_verified_hash(c)) for c in cited]
+            states = [
+                SectionState.UNVERIFIED if c.section_id in unverified
+                else section_state(recorded_hash=c.recorded_hash, current_hash=_verified_hash(c))
+                for c in cited
+            ]
             if classify(states, coverage=None, coverage_floor=0).stale:
                 stale_ids.append(candidate.trail_id)
             else:
@@ -179,6 +207,7 @@ def _answer(
         valid=[c.section_id for c in valid],
         changed=best.ids_in(SectionState.CHANGED),
         missing=best.ids_in(SectionState.MISSING),
+        unverified=best.ids_in(SectionState.UNVERIFIED),
         escalated=decision.escalated,
         hash_only=not servable,
     )

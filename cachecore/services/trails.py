@@ -9,10 +9,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from cachecore import selectors
+from cachecore import resolver, selectors
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
-from cachecore.errors import InvalidInput, NotFound, UnknownSections
+from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
     Citation,
     RecallEvent,
@@ -43,6 +43,12 @@ def trail_record(
         raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
     hashes = selectors.sections_current_hashes(tenant=tenant, section_ids=cited)
     unknown = [i for i in cited if i not in hashes]
+    if unknown and tenant.resolver_url:
+        try:
+            hashes.update({k: v.hash for k, v in resolver.resolve(tenant=tenant, section_ids=unknown).items()})
+        except resolver.ResolverUnavailable as exc:
+            raise Unavailable(f"the tenant's resolver could not confirm cited ids: {exc}") from exc
+        unknown = [i for i in cited if i not in hashes]
     if unknown:
         raise UnknownSections(unknown)
     recall_event = None

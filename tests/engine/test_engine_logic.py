@@ -96,3 +96,10 @@ def test_engine_imports_nothing_of_django_or_the_project():
                 assert root not in {"django", "rest_framework", "tenants", "api", "adminui", "config"}, (path, name)
                 if root == "cachecore":
                     assert name.startswith("cachecore.engine"), (path, name)
+
+
+def test_unverified_sections_hint_but_never_make_a_trail_stale():
+    U = SectionState.UNVERIFIED
+    only_unverified = classify([U, C], coverage=None, coverage_floor=0.3)
+    assert only_unverified.outcome is Outcome.HINT and not only_unverified.stale
+    assert classify([V, U], coverage=0.9, coverage_floor=0.3).outcome is Outcome.HINT
