@@ -1,6 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite against the embedded PostgreSQL (or DATABASE_URL), the real model.
+# System packages the tests need come from Debian's archive when missing: the Python docs
+# (the evaluation corpus) and chromium (browser tests drive it; no browser is downloaded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+missing=()
+test -d /usr/share/doc/python3.11/html/_sources || missing+=(python3.11-doc)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "installing ${missing[*]} from Debian's archive"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "ERROR: the tests need Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+fi
+
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
