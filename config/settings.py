@@ -147,7 +147,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Publishing must never hang a request when the broker is down: fail fast, the outbox sweeper retries.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+if CELERY_BROKER_URL.startswith("sqla+"):
+    # kombu's SQLAlchemy transport (make run's fallback) hands these to create_engine().
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"connect_timeout": 2}}
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+# The same for RabbitMQ (amqp): seconds to wait for a connection.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # No retry loop around a publish either: a failed publish leaves the job row queued for the sweeper.
 CELERY_TASK_PUBLISH_RETRY = False
 # Job state lives in job rows, not in a result backend.

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# `make run`: demo data, then the web server (and, once present, the Celery worker and beat),
-# all stopped together on Ctrl-C.
+# `make run`: demo data, then the web server, a Celery worker and the beat scheduler, all
+# stopped together on Ctrl-C.
+#
+# Broker: CELERY_BROKER_URL when set. Otherwise Redis on 127.0.0.1:6379 when one answers there;
+# else a local redis-server started here (when the binary exists); else kombu's SQLAlchemy
+# transport on the embedded PostgreSQL (works anywhere, but slow: ~0.5-1 s per task).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
-$PY manage.py seed_demo --port "$PORT"
+mkdir -p .data
 
 pids=()
 cleanup() {
@@ -15,7 +19,37 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
+port_open() { $PY -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 0.3)" "$1" 2>/dev/null; }
+
+if [[ -z "${CELERY_BROKER_URL:-}" ]]; then
+  REDIS_PORT="${TRAILCACHE_REDIS_PORT:-6379}"
+  if port_open "$REDIS_PORT"; then
+    export CELERY_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"
+    echo "broker: the Redis already running on 127.0.0.1:${REDIS_PORT}"
+  elif command -v redis-server >/dev/null 2>&1; then
+    # Job rows in PostgreSQL are the durable record, so this Redis keeps nothing on disk.
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning &
+    pids+=($!)
+    for _ in $(seq 50); do port_open "$REDIS_PORT" && break; sleep 0.1; done
+    export CELERY_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"
+    echo "broker: started redis-server on 127.0.0.1:${REDIS_PORT}"
+  else
+    db_url="${DATABASE_URL:-$($PY -c 'from config import embedded_db; print(embedded_db.ensure_running())')}"
+    export CELERY_BROKER_URL="sqla+${db_url/postgresql:\/\//postgresql+psycopg://}"
+    echo "WARNING: no Redis found (no server on 127.0.0.1:${REDIS_PORT}, no redis-server binary)." >&2
+    echo "WARNING: using kombu's SQLAlchemy transport on PostgreSQL as the broker: it works but is slow" >&2
+    echo "WARNING: (about 0.5-1 s per task). Install Redis or set CELERY_BROKER_URL for normal speed." >&2
+  fi
+fi
+
+$PY manage.py seed_demo --port "$PORT"
+
 .venv/bin/gunicorn config.wsgi:application --bind "127.0.0.1:${PORT}" --workers "${WEB_WORKERS:-2}" \
   --access-logfile - --graceful-timeout 5 &
+pids+=($!)
+.venv/bin/celery -A config worker --loglevel INFO --concurrency "${CELERY_CONCURRENCY:-2}" \
+  --without-gossip --without-mingle &
+pids+=($!)
+.venv/bin/celery -A config beat --loglevel INFO --schedule .data/celerybeat-schedule &
 pids+=($!)
 wait -n "${pids[@]}"
