@@ -3,7 +3,7 @@ adminui.access.console_view (tests/adminui/test_access.py checks)."""
 
 from django.urls import path
 
-from adminui.views import apikeys, audit, auth, dashboard, sections, tenant_settings, trails
+from adminui.views import apikeys, audit, auth, dashboard, exports, sections, tenant_settings, trails
 
 app_name = "adminui"
 
@@ -20,4 +20,9 @@ urlpatterns = [
     path("api-keys/", apikeys.api_keys, name="apikeys"),
     path("api-keys/<uuid:key_id>/revoke/", apikeys.api_key_revoke, name="apikey_revoke"),
     path("audit/", audit.audit_log, name="audit"),
+    path("exports/", exports.export_list, name="exports"),
+    path("exports/<uuid:job_id>/", exports.export_detail, name="export"),
+    path("exports/<uuid:job_id>/download/", exports.export_download, name="export_download"),
+    path("subjects/erase/", exports.subject_erase, name="subject_erase"),
+    path("subjects/erase/<uuid:job_id>/", exports.subject_erase_detail, name="subject_erase_job"),
 ]

@@ -46,6 +46,20 @@ def record(tenant: Tenant, query: str, cited: list[str], *, scope: str = "defaul
     )
 
 
+def settings_form_data(tenant: Tenant, **changes: object) -> dict[str, object]:
+    """The settings form as the page submits it: every field with its current value."""
+    from adminui.forms import CONSOLE_SETTINGS_FIELDS
+
+    data = {f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS}
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not False and v is not None}  # unticked boxes aren't sent
+
+
+@pytest.fixture
+def settings_post() -> Any:
+    return settings_form_data
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

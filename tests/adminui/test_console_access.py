@@ -10,10 +10,10 @@ import pytest
 from django.urls import URLPattern
 
 from adminui import urls as console_urls
-from adminui.forms import CONSOLE_SETTINGS_FIELDS
 from cachecore.models import Trail, TrailStatus
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create
+from tests.adminui.conftest import settings_form_data
 
 ROLES = ("support", "admin", "compliance")
 PERSONAS = (*ROLES, "outsider", "anonymous", "superuser")
@@ -64,13 +64,6 @@ def _trail_post(action: str, *, confirm: bool = True) -> Callable:
     return build
 
 
-def settings_post(tenant: Tenant, **changes: object) -> dict[str, object]:
-    """The settings form as the page submits it: every field with its current value."""
-    data = {f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS}
-    data.update(changes)
-    return {k: v for k, v in data.items() if v is not False}  # an unticked checkbox is not sent
-
-
 def _trail_status(w) -> str | None:
     return Trail.objects.filter(pk=w.trails[0].pk).values_list("status", flat=True).first()
 
@@ -82,7 +75,7 @@ ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
     "trail.purge": (_trail_post("purge"), {"support", "admin"}, 302, lambda w: _trail_status(w) is None),
     "trail.purge.ask": (_trail_post("purge", confirm=False), {"support", "admin"}, 200,
                         lambda w: _trail_status(w) == TrailStatus.ACTIVE),
-    "settings.change": (lambda w: ("/console/settings/?tenant=acme", settings_post(w.tenant, trail_ttl_days=45)),
+    "settings.change": (lambda w: ("/console/settings/?tenant=acme", settings_form_data(w.tenant, trail_ttl_days=45)),
                         {"admin"}, 302,
         lambda w: Tenant.objects.get(slug="acme").trail_ttl_days == 45),
     "apikey.create": (lambda w: ("/console/api-keys/?tenant=acme", {"name": "bot", "scope_prefixes": ""}),

@@ -1,0 +1,114 @@
+"""Compliance pages: exports of stored queries (request, progress that polls while the job
+runs, download) and subject erasure as a job. The API and these pages call the same services."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from adminui.access import console_view
+from adminui.rendering import console_render
+from adminui.views.trails import actor_label
+from cachecore import services
+from cachecore.errors import DomainError
+from cachecore.models import Job, JobKind, TrailStatus
+from cachecore.services.jobs import job_get, jobs_for_tenant
+
+# htmx stops polling on this status.
+STOP_POLLING = 286
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(choices=[("csv", "CSV"), ("jsonl", "JSON Lines")], initial="csv")
+    scope = forms.CharField(required=False, max_length=200)
+    subject = forms.CharField(required=False, max_length=200)
+    status = forms.ChoiceField(required=False, choices=[("", "any")] + list(TrailStatus.choices))
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), help_text="from (UTC)")
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}),
+                            help_text="through (UTC)")
+
+
+class SubjectEraseForm(forms.Form):
+    subject = forms.CharField(max_length=200, help_text="Exactly as the API recorded it.")
+    confirm = forms.BooleanField(label="I understand this deletes every trail and logged query of this subject.")
+
+
+def _job_response(request: HttpRequest, template: str, job: Job) -> HttpResponse:
+    """One job's row: a full page normally, the row alone for htmx polling (286 once finished)."""
+    response = console_render(request, template, {"jobs": [job], "job": job}, partial="job")
+    if getattr(request, "htmx", None) and job.finished:
+        response.status_code = STOP_POLLING
+    return response
+
+
+def _exports_page(request: HttpRequest, form: ExportForm, *, status: int = 200) -> HttpResponse:
+    jobs = jobs_for_tenant(tenant=request.access.tenant, kind=JobKind.EXPORT)
+    return console_render(request, "adminui/exports/list.html", {"form": form, "jobs": jobs}, status=status)
+
+
+@console_view("exports.manage", methods=("GET", "HEAD", "POST"))
+def export_list(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _exports_page(request, ExportForm())
+    form = ExportForm(request.POST)
+    if not form.is_valid():
+        return _exports_page(request, form, status=400)
+    data = form.cleaned_data
+    try:
+        services.export_request(
+            tenant=request.access.tenant, format=data["format"], scope=data["scope"] or None,
+            subject=data["subject"] or None, status=data["status"] or None, since=data["since"],
+            until=data["until"], actor_label=actor_label(request), actor=request.user,
+        )
+    except DomainError as exc:
+        for field, errors in exc.fields.items():
+            for error in errors:
+                form.add_error(field if field in form.fields else None, error)
+        return _exports_page(request, form, status=400)
+    messages.success(request, "Export requested: it runs in the background; the bar below shows its progress.")
+    return HttpResponseRedirect(f"{reverse('adminui:exports')}?tenant={request.access.tenant.slug}")
+
+
+@console_view("exports.manage")
+def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.EXPORT)
+    return _job_response(request, "adminui/exports/list.html", job)
+
+
+@console_view("exports.manage")
+def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.EXPORT)
+    try:
+        export = services.export_file(job=job)
+    except DomainError as exc:
+        raise Http404(exc.message) from exc
+    response = FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
+                            content_type=export.content_type)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _subjects_page(request: HttpRequest, form: SubjectEraseForm, *, status: int = 200) -> HttpResponse:
+    jobs = jobs_for_tenant(tenant=request.access.tenant, kind=JobKind.SUBJECT_ERASE)
+    return console_render(request, "adminui/subjects/erase.html", {"form": form, "jobs": jobs}, status=status)
+
+
+@console_view("subjects.erase", methods=("GET", "HEAD", "POST"))
+def subject_erase(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _subjects_page(request, SubjectEraseForm())
+    form = SubjectEraseForm(request.POST)
+    if not form.is_valid():
+        return _subjects_page(request, form, status=400)
+    services.subject_erase_request(tenant=request.access.tenant, subject=form.cleaned_data["subject"],
+                                   actor_label=actor_label(request), actor=request.user)
+    messages.success(request, "Erasure accepted: it runs in the background. The audit log keeps the subject's hash.")
+    return HttpResponseRedirect(f"{reverse('adminui:subject_erase')}?tenant={request.access.tenant.slug}")
+
+
+@console_view("subjects.erase")
+def subject_erase_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.SUBJECT_ERASE)
+    return _job_response(request, "adminui/subjects/erase.html", job)
