@@ -35,6 +35,14 @@ class SubjectEraseForm(forms.Form):
     confirm = forms.BooleanField(label="I understand this deletes every trail and logged query of this subject.")
 
 
+def _job(request: HttpRequest, job_id: str, kind: JobKind) -> Job:
+    """The job of the operator's tenant, else 404 (another tenant's job does not exist here)."""
+    try:
+        return job_get(tenant=request.access.tenant, job_id=job_id, kind=kind)
+    except DomainError as exc:
+        raise Http404("no such job") from exc
+
+
 def _job_response(request: HttpRequest, template: str, job: Job) -> HttpResponse:
     """One job's row: a full page normally, the row alone for htmx polling (286 once finished)."""
     response = console_render(request, template, {"jobs": [job], "job": job}, partial="job")
@@ -73,13 +81,13 @@ def export_list(request: HttpRequest) -> HttpResponse:
 
 @console_view("exports.manage")
 def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
-    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.EXPORT)
+    job = _job(request, job_id, JobKind.EXPORT)
     return _job_response(request, "adminui/exports/list.html", job)
 
 
 @console_view("exports.manage")
 def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
-    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.EXPORT)
+    job = _job(request, job_id, JobKind.EXPORT)
     try:
         export = services.export_file(job=job)
     except DomainError as exc:
@@ -110,5 +118,5 @@ def subject_erase(request: HttpRequest) -> HttpResponse:
 
 @console_view("subjects.erase")
 def subject_erase_detail(request: HttpRequest, job_id: str) -> HttpResponse:
-    job = job_get(tenant=request.access.tenant, job_id=job_id, kind=JobKind.SUBJECT_ERASE)
+    job = _job(request, job_id, JobKind.SUBJECT_ERASE)
     return _job_response(request, "adminui/subjects/erase.html", job)

@@ -160,3 +160,8 @@ def job_get(*, tenant: Tenant, job_id: object, kind: JobKind | None = None) -> J
         return jobs.get(pk=job_id)
     except (Job.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
         raise NotFound("job not found") from exc
+
+
+def jobs_for_tenant(*, tenant: Tenant, kind: JobKind, limit: int = 50) -> list[Job]:
+    """A tenant's most recent jobs of one kind, newest first."""
+    return list(Job.objects.filter(tenant=tenant, kind=kind).order_by("-created_at")[:limit])

@@ -1,0 +1,106 @@
+"""Console pages for exports and subject erasure: compliance (and admins for exports) only,
+another tenant's operator gets 404, progress polls with htmx until the job is finished."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from cachecore.models import Job, JobKind, JobStatus, Trail
+from tenants.models import AuditAction, AuditEntry, Role
+from tenants.services import operator_create
+from tests.background.factories import make_trail
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def people(make_tenant):
+    tenant, other = make_tenant("acme"), make_tenant("globex")
+
+    def client(email: str, t, role) -> Client:
+        c = Client()
+        c.force_login(operator_create(email=email, password="pw-123456789", tenant=t, role=role))
+        return c
+
+    return {
+        "tenant": tenant,
+        "compliance": client("c@acme.test", tenant, Role.COMPLIANCE),
+        "admin": client("a@acme.test", tenant, Role.ADMIN),
+        "support": client("s@acme.test", tenant, Role.SUPPORT),
+        "outsider": client("c@globex.test", other, Role.COMPLIANCE),
+    }
+
+
+def test_compliance_requests_an_export_and_watches_its_progress_until_done(people, run_jobs):
+    tenant, client = people["tenant"], people["compliance"]
+    make_trail(tenant, query="hello")
+    response = client.post("/console/exports/?tenant=acme", {"format": "csv", "status": "active"})
+    assert response.status_code == 302
+    job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
+    assert job.actor_label == "operator:c@acme.test" and job.params["status"] == "active"
+    assert AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT).count() == 1
+
+    page = client.get("/console/exports/?tenant=acme").content.decode()
+    assert f'hx-get="/console/exports/{job.pk}/?tenant=acme"' in page and 'hx-trigger="every 1s"' in page
+
+    row = client.get(f"/console/exports/{job.pk}/?tenant=acme", HTTP_HX_REQUEST="true")
+    assert row.status_code == 200 and "<progress" in row.content.decode()
+    assert "<html" not in row.content.decode()
+
+    run_jobs()
+    row = client.get(f"/console/exports/{job.pk}/?tenant=acme", HTTP_HX_REQUEST="true")
+    assert row.status_code == 286  # htmx stops polling
+    body = row.content.decode()
+    assert "hx-trigger" not in body and f"/console/exports/{job.pk}/download/" in body
+
+    download = client.get(f"/console/exports/{job.pk}/download/?tenant=acme")
+    assert download.status_code == 200
+    assert b"hello" in b"".join(download.streaming_content)
+
+
+def test_exports_page_is_for_compliance_and_admins_only(people):
+    assert people["compliance"].get("/console/exports/?tenant=acme").status_code == 200
+    assert people["admin"].get("/console/exports/?tenant=acme").status_code == 200
+    assert people["support"].get("/console/exports/?tenant=acme").status_code == 403
+
+
+def test_another_tenants_operator_gets_404_for_the_page_the_job_and_the_file(people, run_jobs):
+    tenant = people["tenant"]
+    make_trail(tenant)
+    people["compliance"].post("/console/exports/?tenant=acme", {"format": "jsonl"})
+    run_jobs()
+    job = Job.objects.get(tenant=tenant)
+    outsider = people["outsider"]
+    assert outsider.get("/console/exports/?tenant=acme").status_code == 404
+    assert outsider.get(f"/console/exports/{job.pk}/?tenant=globex").status_code == 404
+    assert outsider.get(f"/console/exports/{job.pk}/download/?tenant=globex").status_code == 404
+    assert outsider.get(f"/console/exports/{job.pk}/download/?tenant=acme").status_code == 404
+
+
+def test_compliance_erases_a_subject_as_a_job(people, run_jobs):
+    tenant, client = people["tenant"], people["compliance"]
+    make_trail(tenant, subject="alice@example.com")
+    assert client.post("/console/subjects/erase/?tenant=acme", {"subject": "alice@example.com"}).status_code == 400
+    response = client.post("/console/subjects/erase/?tenant=acme", {"subject": "alice@example.com", "confirm": "on"})
+    assert response.status_code == 302
+    job = Job.objects.get(tenant=tenant, kind=JobKind.SUBJECT_ERASE)
+    run_jobs()
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE and not Trail.objects.filter(tenant=tenant).exists()
+    row = client.get(f"/console/subjects/erase/{job.pk}/?tenant=acme", HTTP_HX_REQUEST="true")
+    assert row.status_code == 286 and "alice" not in row.content.decode()
+    assert "alice" not in client.get("/console/subjects/erase/?tenant=acme").content.decode()
+
+
+def test_subject_erasure_is_compliance_only(people):
+    assert people["admin"].get("/console/subjects/erase/?tenant=acme").status_code == 403
+    assert people["support"].post("/console/subjects/erase/?tenant=acme",
+                                  {"subject": "x", "confirm": "on"}).status_code == 403
+    assert people["outsider"].get("/console/subjects/erase/?tenant=acme").status_code == 404
+    assert not Job.objects.exists()
