@@ -1,0 +1,88 @@
+"""The console in a real browser: login, live filtering that swaps only the table, bulk
+purge with its confirmation, a settings change reaching the audit log, and a dashboard
+screenshot with demo data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from cachecore.models import Trail
+from tests.browser.conftest import login
+
+pytestmark = pytest.mark.browser
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "reports" / "screenshots"
+
+
+def rows(page) -> int:
+    return page.locator("#trail-table tbody tr").count()
+
+
+def test_login_then_filter_swaps_the_table_without_a_full_reload(page, live_server, console_tenant):
+    login(page, live_server, "support@acme.test", next_path=quote("/console/trails/?tenant=acme"))
+    assert page.url.endswith("/console/trails/?tenant=acme")
+    assert rows(page) == 3
+    page.evaluate("window.__marker = 'still here'")
+    page.fill("input[name=q]", "passw")
+    page.wait_for_function("document.querySelectorAll('#trail-table tbody tr').length === 1")
+    assert "reset my password" in page.inner_text("#trail-table")
+    assert page.evaluate("window.__marker") == "still here"  # htmx swapped the table only
+    assert "q=passw" in page.url  # hx-push-url keeps the state in the address
+    page.reload()
+    assert rows(page) == 1 and page.input_value("input[name=q]") == "passw"
+
+
+def test_bulk_purge_asks_how_many_then_purges_in_place(page, live_server, console_tenant):
+    login(page, live_server, "support@acme.test", next_path=quote("/console/trails/?tenant=acme"))
+    page.evaluate("window.__marker = 1")
+    boxes = page.locator("#trail-table input[name=ids]")
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.click("#bulk button[value=purge]")
+    page.wait_for_selector("text=Purge 2 trails?")
+    page.click("form.confirm button[type=submit]")
+    page.wait_for_selector("text=Purged 2 trails.")
+    assert rows(page) == 1
+    assert page.inner_text("[data-count=all]") == "1"
+    assert page.evaluate("window.__marker") == 1
+    assert Trail.objects.filter(tenant=console_tenant).count() == 1
+
+
+def test_change_retention_and_see_the_audit_entry(page, live_server, console_tenant):
+    login(page, live_server, "admin@acme.test", next_path=quote("/console/settings/?tenant=acme"))
+    page.fill("#id_query_retention_days", "5000")
+    page.click("button:has-text('Save settings')")
+    assert "less than or equal to 3650" in page.inner_text(".settings")
+    page.fill("#id_query_retention_days", "14")
+    page.click("button:has-text('Save settings')")
+    page.wait_for_selector("text=Saved: query retention days.")
+    page.click("nav.mainnav >> text=Audit log")
+    page.wait_for_selector("#audit-table")
+    table = page.inner_text("#audit-table")
+    assert "Settings changed" in table and "admin@acme.test" in table and "30 → 14" in table
+
+
+def test_dashboard_with_demo_data_screenshot(page, live_server, console_tenant):
+    from cachecore.demo import seed_demo_data
+    from tenants.services import tenant_create
+
+    demo = tenant_create(slug="demo", name="Demo Docs Inc.")
+    seed_demo_data(tenant=demo)
+    from tenants.models import Membership, Role
+    user = Membership.objects.filter(tenant=console_tenant, role=Role.ADMIN).get().user
+    Membership.objects.create(user=user, tenant=demo, role=Role.ADMIN)
+    login(page, live_server, "admin@acme.test", next_path=quote("/console/?tenant=demo&days=30"))
+    page.wait_for_selector("#dashboard svg")
+    assert int(page.inner_text("[data-kpi=recalls]")) > 0
+    page.evaluate("window.__marker = 1")
+    page.click(".segmented >> text=7 days")
+    page.wait_for_function("location.search.includes('days=7')")
+    assert page.evaluate("window.__marker") == 1
+    page.click(".segmented >> text=30 days")
+    page.wait_for_function("location.search.includes('days=30')")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "dashboard.png"), full_page=True)
+    assert (SCREENSHOTS / "dashboard.png").stat().st_size > 10_000
