@@ -19,6 +19,4 @@ if ((${#missing[@]})); then
 fi
 
 .venv/bin/ruff check .
-# Browser tests drive Debian's chromium (never a downloaded browser).
-command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 exec .venv/bin/python -m pytest "$@"
