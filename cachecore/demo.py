@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from cachecore import services
-from cachecore.models import RecallEvent, Section
+from cachecore.models import RecallEvent, Section, Trail
 from tenants.models import Tenant
 
 SECTIONS = {
@@ -59,32 +59,52 @@ RECALLS = [
 ]
 
 
-def seed_demo_data(*, tenant: Tenant, days: int = 14) -> str:
-    """Seed once: does nothing when the tenant already has sections."""
+EDITS = [
+    # A manual edit some days ago: the bandwidth trail goes stale, the install trail becomes a hint.
+    {"id": "manual/sync.md#bandwidth", "text": SECTIONS["manual/sync.md#bandwidth"] + " Limits can be scheduled."},
+    {"id": "manual/install.md#linux", "text": SECTIONS["manual/install.md#linux"].replace("dnf", "dnf or yum")},
+]
+
+
+def seed_demo_data(*, tenant: Tenant, days: int = 35, edit_days_ago: int = 9) -> str:
+    """Seed once: does nothing when the tenant already has sections. Recalls are spread over
+    ``days`` days; the manual is edited ``edit_days_ago`` days ago, so the dashboard shows
+    hints and stale misses after that day, and the trail list shows every status."""
     if Section.objects.filter(tenant=tenant).exists():
         return ""
     services.sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
-    for scope, query, cited in TRAILS:
-        services.trail_record(
+    now = timezone.now()
+    recorded = []
+    for i, (scope, query, cited) in enumerate(TRAILS):
+        trail = services.trail_record(
             tenant=tenant, scope=scope, query=query, cited=cited,
             steps=[{"tool": "search", "args": {"q": query}, "returned": cited}],
-            signal={"source": "user", "accepted": True}, subject="demo-user-1",
+            signal={"source": "user", "accepted": True}, subject=f"demo-user-{1 + i % 3}",
         )
+        recorded.append(trail.pk)
+    # Recorded without a signal: pending, never served until positive feedback arrives.
+    services.trail_record(
+        tenant=tenant, scope="default", query="Can I delete my account and keep my files?",
+        cited=["manual/account.md#delete"],
+        steps=[{"tool": "search", "args": {"q": "delete account files"}, "returned": ["manual/account.md#delete"]}],
+        signal=None,
+    )
+    for offset, pk in enumerate(recorded):
+        Trail.objects.filter(pk=pk).update(created_at=now - timedelta(days=days + 1, hours=offset * 5))
     rng = random.Random(7)
-    now = timezone.now()
     made = 0
     for day in range(days, -1, -1):
-        for _ in range(rng.randint(3, 8)):
+        if day == edit_days_ago:
+            services.sections_upsert(tenant=tenant, sections=EDITS)
+        for _ in range(rng.randint(3, 9)):
             scope, query = rng.choice(RECALLS)
             result = services.recall(tenant=tenant, scope=scope, query=query)
             made += 1
             when = now - timedelta(days=day, minutes=rng.randint(0, 600))
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)
             if result.outcome != "miss" and rng.random() < 0.3:
-                services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=rng.random() < 0.85)
-    # A manual edit after the fact: the bandwidth trail goes stale, the install trail becomes a hint.
-    services.sections_upsert(tenant=tenant, sections=[
-        {"id": "manual/sync.md#bandwidth", "text": SECTIONS["manual/sync.md#bandwidth"] + " Limits can be scheduled."},
-        {"id": "manual/install.md#linux", "text": SECTIONS["manual/install.md#linux"].replace("dnf", "dnf or yum")},
-    ])
-    return f"{len(SECTIONS)} sections, {len(TRAILS)} trails, {made} recalls over {days} days"
+                # Rare negative feedback: the trail served is quarantined for review.
+                services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=rng.random() < 0.96)
+    if edit_days_ago > days:
+        services.sections_upsert(tenant=tenant, sections=EDITS)
+    return f"{len(SECTIONS)} sections, {len(TRAILS) + 1} trails, {made} recalls over {days} days"
