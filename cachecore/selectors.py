@@ -232,12 +232,24 @@ def stats_for_tenant(
 
 def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, object]]:
     """Recalls per UTC day by outcome for the last ``days`` days (today included), oldest
-    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss"}]``. One GROUP BY.
-    ``tenant=None`` counts every tenant (superusers' overview)."""
+    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss"}]``. Complete days come
+    from the daily roll-up (cachecore.services.rollups); only the days after the last rolled-up
+    one (normally just today) are counted from raw events. ``tenant=None`` counts every tenant."""
     from django.db.models.functions import TruncDate
 
+    from cachecore.models import DailyStat
+
     start = console_window_start(days=days)
-    events = RecallEvent.objects.filter(created_at__gte=start)
+    first = start.date()
+    today = timezone.now().astimezone(UTC).date()
+    stats = DailyStat.objects.filter(day__gte=first, day__lt=today)
+    if tenant is not None:
+        stats = stats.filter(tenant=tenant)
+    by_day: dict[object, dict[str, int]] = {
+        r["day"]: r for r in stats.values("day").annotate(prefetch=Sum("prefetch"), hint=Sum("hint"), miss=Sum("miss"))
+    }
+    raw_from = datetime.combine(max(by_day) + timedelta(days=1), datetime.min.time(), tzinfo=UTC) if by_day else start
+    events = RecallEvent.objects.filter(created_at__gte=raw_from)
     if tenant is not None:
         events = events.filter(tenant=tenant)
     rows = (
@@ -250,8 +262,7 @@ def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, o
         )
         .order_by("day")
     )
-    by_day = {r["day"]: r for r in rows}
-    first = start.date()
+    by_day.update({r["day"]: r for r in rows})
     out: list[dict[str, object]] = []
     for offset in range(days):
         day = first + timedelta(days=offset)
