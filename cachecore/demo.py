@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from cachecore import services
@@ -107,4 +108,8 @@ def seed_demo_data(*, tenant: Tenant, days: int = 35, edit_days_ago: int = 9) ->
                 services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=rng.random() < 0.96)
     if edit_days_ago > days:
         services.sections_upsert(tenant=tenant, sections=EDITS)
+    # Recalls were back-dated above; so are the trails' last hits.
+    last_hit = (RecallEvent.objects.filter(trail=OuterRef("pk")).exclude(outcome="miss")
+                .order_by("-created_at").values("created_at")[:1])
+    Trail.objects.filter(tenant=tenant, last_hit_at__isnull=False).update(last_hit_at=Subquery(last_hit))
     return f"{len(SECTIONS)} sections, {len(TRAILS) + 1} trails, {made} recalls over {days} days"

@@ -86,3 +86,8 @@ def test_dashboard_with_demo_data_screenshot(page, live_server, console_tenant):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "dashboard.png"), full_page=True)
     assert (SCREENSHOTS / "dashboard.png").stat().st_size > 10_000
+    page.goto(f"{live_server.url}/console/trails/?tenant=demo&sort=-hits")
+    page.screenshot(path=str(SCREENSHOTS / "trails.png"), full_page=True)
+    page.click("#trail-table tbody tr:first-child td.clip a")
+    page.wait_for_selector("text=Cited sections, now")
+    page.screenshot(path=str(SCREENSHOTS / "trail.png"), full_page=True)
