@@ -1,0 +1,126 @@
+"""The benchmark's report: targets, one printed table, and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# (label, path in the report, comparison, target)
+TARGETS = [
+    ("recall in-process p50, embedding excluded (ms)", "recall.excluded.p50_ms", "<=", 3.0),
+    ("recall in-process p99, embedding excluded (ms)", "recall.excluded.p99_ms", "<=", 10.0),
+    ("recall HTTP p50, concurrency 1, embedding included (ms)", "http.recall_c1.p50_ms", "<=", 10.0),
+    ("recalls/s over HTTP, concurrency 8", "http.recall_c8.per_s", ">=", 300.0),
+    ("records/s in-process (services.trail_record)", "records.per_s", ">=", 300.0),
+    ("records/s over HTTP, concurrency 8", "http.record_c8.per_s", ">=", 300.0),
+]
+
+
+def get(report: dict, path: str) -> Any:
+    node: Any = report
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def evaluate_targets(report: dict) -> list[dict]:
+    out = []
+    for label, path, op, target in TARGETS:
+        value = get(report, path)
+        met = None if value is None else (value <= target if op == "<=" else value >= target)
+        out.append({"name": label, "path": path, "target": f"{op} {target:g}", "value": value, "met": met})
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _mb(n: int | None) -> str:
+    return "—" if n is None else f"{n / 1024 / 1024:,.1f} MB"
+
+
+def rows(report: dict) -> list[tuple[str, str, str]]:
+    """(measure, value, target/verdict) rows of the table."""
+    r = report
+    targets = {t["path"]: t for t in r.get("targets", [])}
+
+    def verdict(path: str) -> str:
+        t = targets.get(path)
+        if not t:
+            return ""
+        return f"{t['target']} {'✓' if t['met'] else ('✗' if t['met'] is False else '')}".strip()
+
+    def lat(path: str, label: str) -> list[tuple[str, str, str]]:
+        node = get(r, path) or {}
+        return [(f"{label} p50 / p95 / p99 (ms)",
+                 f"{_fmt(node.get('p50_ms'))} / {_fmt(node.get('p95_ms'))} / {_fmt(node.get('p99_ms'))}",
+                 " ".join(filter(None, [verdict(f"{path}.p50_ms"), verdict(f"{path}.p99_ms")])))]
+
+    c = r["config"]
+    out: list[tuple[str, str, str]] = [
+        ("data", f"{_fmt(c['trails'])} trails × {_fmt(c['tenants'])} tenants, {_fmt(r['seed'].get('probes'))} "
+                 f"real-embedded; {_fmt(r['data'].get('hnsw_scopes'))} scopes over the exact limit "
+                 f"({c['exact_search_max_trails']}), largest {_fmt(r['data'].get('largest_scope'))}", ""),
+        ("seed: load / HNSW build (s)", f"{_fmt(r['seed'].get('load_s'))} / {_fmt(r['seed'].get('hnsw_build_s'))}"
+                                        f"{' (reused seed)' if r['seed'].get('reused') else ''}", ""),
+    ]
+    out += lat("recall.excluded", "recall in-process, embedding excluded")
+    for path_name, node in (get(r, "recall.excluded.by_path") or {}).items():
+        out.append((f"  {path_name} path (n={node['n']}) p50 / p99 (ms)",
+                    f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
+    out += lat("recall.included", "recall in-process, embedding included")
+    out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))
+    hr = r.get("hnsw_recall") or {}
+    out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "
+                                                       f"(n={hr.get('n')})", ""))
+    e = r.get("embedding") or {}
+    out.append(("embedding one query p50 / p99 (ms)",
+                f"{_fmt(get(e, 'one.p50_ms'))} / {_fmt(get(e, 'one.p99_ms'))}", ""))
+    out.append((f"embedding batch of {e.get('batch_size')} (ms) / sentences/s",
+                f"{_fmt(e.get('batch_ms'))} / {_fmt(e.get('sentences_per_s'))}", ""))
+    out.append(("records in-process: records/s (p50 ms)",
+                f"{_fmt(get(r, 'records.per_s'))} ({_fmt(get(r, 'records.p50_ms'))})", verdict("records.per_s")))
+    h = r.get("http")
+    if h:
+        out.append(("HTTP server", f"gunicorn {h['workers']} × {h['worker_class']}"
+                                   f"{' × ' + str(h['threads']) + ' threads' if h['threads'] > 1 else ''}", ""))
+        for key, label in (("recall_c1", "HTTP recall, concurrency 1"), ("recall_c8", "HTTP recall, concurrency 8"),
+                           ("record_c8", "HTTP record, concurrency 8")):
+            node = h.get(key) or {}
+            out.append((f"{label}: p50 / p99 (ms), per s",
+                        f"{_fmt(node.get('p50_ms'))} / {_fmt(node.get('p99_ms'))}, {_fmt(node.get('per_s'))}"
+                        f"{' (' + str(node.get('errors')) + ' errors)' if node.get('errors') else ''}",
+                        " ".join(filter(None, [verdict(f'http.{key}.p50_ms'), verdict(f'http.{key}.per_s')]))))
+        out.append(("web worker peak RSS", _mb(h.get("worker_peak_rss_bytes")), ""))
+    s = r.get("sizes") or {}
+    out.append(("trail table / its indexes / HNSW index",
+                f"{_mb(s.get('trail_table'))} / {_mb(s.get('trail_indexes'))} / {_mb(s.get('trail_hnsw'))}", ""))
+    out.append(("citation table / its indexes",
+                f"{_mb(s.get('citation_table'))} / {_mb(s.get('citation_indexes'))}", ""))
+    return out
+
+
+def render_table(report: dict) -> str:
+    table = rows(report)
+    w0 = max(len(a) for a, _, _ in table)
+    w1 = max(len(b) for _, b, _ in table)
+    lines = [f"| {'measure'.ljust(w0)} | {'value'.ljust(w1)} | target |",
+             f"|{'-' * (w0 + 2)}|{'-' * (w1 + 2)}|--------|"]
+    lines += [f"| {a.ljust(w0)} | {b.ljust(w1)} | {c} |" for a, b, c in table]
+    return "\n".join(lines)
+
+
+def write_json(report: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return path

@@ -1,0 +1,207 @@
+"""One benchmark run against Django's default database (the caller picks which): seed or
+reuse, time recall in-process, check HNSW recall, time embedding and records, then the HTTP
+phase against gunicorn. Returns the report (a dict)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+from cachecore.bench import corpus, httpload, report, seed, timing
+from cachecore.embedding import get_embedder
+from cachecore.engine.text import normalise_query
+from tenants.models import ApiKey, Tenant
+from tenants.services import api_key_create
+
+
+@dataclass
+class BenchConfig:
+    trails: int = 100_000
+    tenants: int = 100
+    real_trails: int | None = None  # default: trails / 30, between 50 and 3000
+    recalls: int = 1000  # timed in-process, embedding excluded
+    recalls_full: int = 300  # timed in-process through services.recall
+    recall_check: int = 200  # queries (HNSW path) for recall@5
+    records: int = 200
+    http: bool = True
+    http_requests: int = 1000
+    http_records: int = 400
+    http_time_limit_s: float = 30.0
+    workers: int = 2
+    worker_class: str = "sync"
+    threads: int = 1
+    concurrency: int = 8
+    reseed: bool = False
+    maintenance_work_mem: str = ""
+    database_url: str = ""  # for gunicorn; built from the connection when empty
+
+    def resolved_real_trails(self) -> int:
+        if self.real_trails is not None:
+            return self.real_trails
+        return max(50, min(3000, self.trails // 30))
+
+
+def database_url_of_connection() -> str:
+    s = connection.settings_dict
+    auth = s.get("USER") or ""
+    if s.get("PASSWORD"):
+        auth += f":{s['PASSWORD']}"
+    host = s.get("HOST") or "127.0.0.1"
+    port = f":{s['PORT']}" if s.get("PORT") else ""
+    return f"postgresql://{auth + '@' if auth else ''}{host}{port}/{s['NAME']}"
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=settings.BASE_DIR, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _sizes() -> dict[str, int]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pg_relation_size('cachecore_trail'), pg_indexes_size('cachecore_trail'), "
+            "coalesce(pg_relation_size(to_regclass('trail_embedding_hnsw')), 0), "
+            "pg_relation_size('cachecore_citation'), pg_indexes_size('cachecore_citation'), "
+            "pg_total_relation_size('cachecore_section'), pg_total_relation_size('cachecore_sectionchunk'), "
+            "pg_database_size(current_database())"
+        )
+        names = ["trail_table", "trail_indexes", "trail_hnsw", "citation_table", "citation_indexes",
+                 "section_total", "sectionchunk_total", "database"]
+        return dict(zip(names, cur.fetchone()))
+
+
+def _data_shape() -> dict[str, int]:
+    limit = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), coalesce(max(n), 0), count(*) FILTER (WHERE n > %s), coalesce(sum(n), 0) FROM ("
+            "SELECT count(*) AS n FROM cachecore_trail WHERE status = 'active' GROUP BY tenant_id, scope) s",
+            [limit],
+        )
+        scopes, largest, over, active = cur.fetchone()
+    return {"scopes": scopes, "largest_scope": largest, "hnsw_scopes": over, "active_trails": active}
+
+
+def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print-like callable
+    started = time.perf_counter()
+    params = seed.SeedParams(trails=cfg.trails, tenants=cfg.tenants, real_trails=cfg.resolved_real_trails())
+    stored = None if cfg.reseed else seed.seeded(params)
+    if stored is None:
+        log(f"seeding {cfg.trails} trails × {cfg.tenants} tenants into {connection.settings_dict['NAME']} …")
+        seed_stats = {**seed.seed(params, log=log, maintenance_work_mem=cfg.maintenance_work_mem), "reused": False}
+    else:
+        log(f"reusing the seeded database {connection.settings_dict['NAME']} ({cfg.trails} × {cfg.tenants})")
+        seed_stats = {**stored, "reused": True}
+
+    tenants = {t.pk: t for t in Tenant.objects.filter(slug__startswith=seed.TENANT_PREFIX)}
+    probes = seed.load_probes()
+    queries = timing.choose_queries(probes, tenants, cfg.recalls)
+    log(f"embedding {len(queries)} timed queries …")
+    embeddings = get_embedder().embed([normalise_query(q.text) for q in queries])
+
+    log("warming up …")
+    for q, e in list(zip(queries, embeddings))[: min(200, len(queries))]:
+        timing.recall_core(tenant=tenants[q.tenant_id], scope=q.scope, embedding=e)
+    log(f"timing {len(queries)} recalls in-process, embedding excluded …")
+    excluded = timing.time_recall_core(queries, tenants, embeddings)
+    log(f"  p50 {excluded['p50_ms']} ms, p99 {excluded['p99_ms']} ms")
+    log("checking HNSW recall@5 against exact search …")
+    hnsw_recall = timing.hnsw_recall_at_k(queries[: cfg.recall_check * 2], tenants,
+                                          embeddings[: cfg.recall_check * 2])
+    log(f"timing {cfg.recalls_full} recalls through services.recall (embedding included) …")
+    included = timing.time_recall_full(queries[: cfg.recalls_full], tenants)
+    log("timing the embedding model …")
+    embedding = timing.time_embedding([q.text for q in queries[:100]])
+
+    record_tenants = sorted(tenants.values(), key=lambda t: t.slug)[: max(1, min(20, len(tenants)))]
+    cited = {t.pk: list(corpus.section_ids(0)) for t in record_tenants}
+    log(f"timing {cfg.records} records in-process …")
+    records = timing.time_records(record_tenants, cited, cfg.records)
+
+    out: dict = {
+        "config": {**asdict(cfg), "database_url": "",
+                   "exact_search_max_trails": settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS,
+                   "embedding_threads": settings.TRAILCACHE_EMBEDDING_THREADS, "cpu_count": os.cpu_count(),
+                   "python": platform.python_version(), "git_commit": _git_commit(),
+                   "database": connection.settings_dict["NAME"], "real_trails": params.real_trails,
+                   "finished_at": None},
+        "seed": seed_stats,
+        "data": _data_shape(),
+        "recall": {"excluded": excluded, "included": included},
+        "hnsw_recall": hnsw_recall,
+        "embedding": embedding,
+        "records": {**records, "per_s": records["records_per_s"]},
+    }
+    if cfg.http:
+        out["http"] = _http_phase(cfg, queries, tenants, record_tenants, cited, log)
+    out["sizes"] = _sizes()
+    out["config"]["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    out["config"]["bench_seconds"] = round(time.perf_counter() - started, 1)
+    out["targets"] = report.evaluate_targets(out)
+    return out
+
+
+def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dict, record_tenants: list[Tenant],
+                cited: dict, log) -> dict:  # noqa: ANN001
+    used = {q.tenant_id for q in queries} | {t.pk for t in record_tenants}
+    ApiKey.objects.filter(tenant__in=used, name="bench").delete()
+    keys = {pk: api_key_create(tenant=tenants[pk], name="bench")[1] for pk in used}
+
+    def recall_jobs(n: int, offset: int) -> list[tuple[str, str, bytes, str]]:
+        jobs = []
+        for i in range(n):
+            q = queries[(offset + i) % len(queries)]
+            body = json.dumps({"scope": q.scope, "query": q.text}).encode()
+            jobs.append(("POST", "/api/v1/recall", body, keys[q.tenant_id]))
+        return jobs
+
+    record_jobs = []
+    for i in range(cfg.http_records):
+        tenant = record_tenants[i % len(record_tenants)]
+        text = f"Bench record {i}: how do I reset my password on device {i % 97}?"
+        body = json.dumps({"scope": "bench:records", "query": text, "cited": cited[tenant.pk],
+                           "steps": [{"tool": "search", "args": {"q": text}, "returned": cited[tenant.pk]}],
+                           "signal": {"source": "caller", "accepted": True}}).encode()
+        record_jobs.append(("POST", "/api/v1/trails", body, keys[tenant.pk]))
+
+    url = cfg.database_url or database_url_of_connection()
+    log(f"starting gunicorn ({cfg.workers} × {cfg.worker_class}) …")
+    with httpload.gunicorn(database_url=url, workers=cfg.workers, worker_class=cfg.worker_class,
+                           threads=cfg.threads) as server:
+        # Warm-up: every worker loads the model and opens its database connection.
+        httpload.run_load(server, recall_jobs(max(8, 6 * cfg.workers * cfg.threads), 0),
+                          concurrency=max(2, cfg.workers * cfg.threads), time_limit_s=60)
+        result: dict = {"workers": cfg.workers, "worker_class": cfg.worker_class, "threads": cfg.threads,
+                        "port": server.port}
+        n = cfg.http_requests
+        log(f"HTTP recall, concurrency 1: {n} requests (≤ {cfg.http_time_limit_s:g}s) …")
+        result["recall_c1"] = httpload.run_load(server, recall_jobs(n, 0), concurrency=1,
+                                                time_limit_s=cfg.http_time_limit_s)
+        log(f"  p50 {result['recall_c1']['p50_ms']} ms, {result['recall_c1']['per_s']}/s")
+        log(f"HTTP recall, concurrency {cfg.concurrency}: {n} requests …")
+        result["recall_c8"] = httpload.run_load(server, recall_jobs(n, n // 2), concurrency=cfg.concurrency,
+                                                time_limit_s=cfg.http_time_limit_s)
+        log(f"  p50 {result['recall_c8']['p50_ms']} ms, {result['recall_c8']['per_s']}/s")
+        log(f"HTTP record, concurrency {cfg.concurrency}: {len(record_jobs)} requests …")
+        result["record_c8"] = httpload.run_load(server, record_jobs, concurrency=cfg.concurrency,
+                                                time_limit_s=cfg.http_time_limit_s, expect=201)
+        log(f"  {result['record_c8']['per_s']}/s")
+        result["worker_peak_rss_bytes"] = max(server.rss_peak.values()) if server.rss_peak else None
+    ApiKey.objects.filter(tenant__in=used, name="bench").delete()
+    return result
+
+
+def default_report_path() -> Path:
+    return Path(settings.BASE_DIR) / "reports" / "bench" / "bench.json"

@@ -1,0 +1,193 @@
+"""In-process measurements: recall with and without embedding, HNSW recall@5 against exact
+search, embedding latency, record throughput."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from cachecore import selectors, services
+from cachecore.embedding import get_embedder
+from cachecore.engine.text import normalise_query
+from tenants.models import Tenant
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    if not samples_ms:
+        return {"n": 0, "p50_ms": 0.0, "p95_ms": 0.0, "p99_ms": 0.0, "mean_ms": 0.0, "max_ms": 0.0}
+    a = np.asarray(samples_ms)
+    return {
+        "n": len(samples_ms),
+        "p50_ms": round(float(np.percentile(a, 50)), 3),
+        "p95_ms": round(float(np.percentile(a, 95)), 3),
+        "p99_ms": round(float(np.percentile(a, 99)), 3),
+        "mean_ms": round(float(a.mean()), 3),
+        "max_ms": round(float(a.max()), 3),
+    }
+
+
+@dataclass(frozen=True)
+class TimedQuery:
+    tenant_id: object
+    scope: str
+    text: str
+    kind: str  # own | paraphrase | miss
+    path: str  # exact | hnsw
+    trail_id: str  # the probe it came from
+
+
+def scope_path(tenant: Tenant, scope: str) -> str:
+    exact = selectors.active_scope_size(tenant=tenant, scope=scope) <= settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    return "exact" if exact else "hnsw"
+
+
+def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11) -> list[TimedQuery]:
+    """``n`` queries: half from scopes searched through HNSW (when any), half from exact-path
+    scopes; 50% a probe's own question, 35% its paraphrase, 15% an off-topic miss."""
+    from cachecore.bench import corpus
+
+    rng = random.Random(seed)
+    by_path: dict[str, list[dict]] = {"exact": [], "hnsw": []}
+    for p in probes:
+        by_path[scope_path(tenants[p["tenant_id"]], p["scope"])].append(p)
+    pools = [v for v in by_path.values() if v]
+    out: list[TimedQuery] = []
+    for i in range(n):
+        pool = pools[i % len(pools)]
+        p = rng.choice(pool)
+        path = "hnsw" if pool is by_path["hnsw"] else "exact"
+        roll = rng.random()
+        if roll < 0.50:
+            kind, text = "own", p["query"]
+        elif roll < 0.85:
+            kind, text = "paraphrase", p["paraphrase"]
+        else:
+            kind, text = "miss", corpus.miss_question(rng)
+        out.append(TimedQuery(p["tenant_id"], p["scope"], text, kind, path, p["trail_id"]))
+    return out
+
+
+def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray) -> str:
+    """What services.recall does after embedding (without its writes): nearest trails, the
+    cited sections' current hashes and text, coverage. Returns the would-be outcome."""
+    with transaction.atomic():
+        candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
+        best = candidates[0] if candidates else None
+        if best is None or best.similarity < tenant.similarity_threshold:
+            return "miss"
+        cited = selectors.cited_sections_now(trail_id=best.trail_id)
+        valid = [c for c in cited if c.current_hash == c.recorded_hash]
+        if not valid:
+            return "miss"
+        if len(valid) < len(cited):
+            return "hint"
+        selectors.coverage_by_section(section_hashes={c.pk: c.current_hash for c in valid}, embedding=embedding)
+        return "prefetch"
+
+
+def time_recall_core(queries: list[TimedQuery], tenants: dict, embeddings: np.ndarray) -> dict:
+    samples: list[float] = []
+    by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
+    outcomes: Counter[str] = Counter()
+    for q, e in zip(queries, embeddings):
+        tenant = tenants[q.tenant_id]
+        t0 = time.perf_counter()
+        outcome = recall_core(tenant=tenant, scope=q.scope, embedding=e)
+        ms = (time.perf_counter() - t0) * 1000
+        samples.append(ms)
+        by_path[q.path].append(ms)
+        outcomes[outcome] += 1
+    return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
+            "outcomes": dict(outcomes)}
+
+
+def time_recall_full(queries: list[TimedQuery], tenants: dict) -> dict:
+    samples: list[float] = []
+    outcomes: Counter[str] = Counter()
+    for q in queries:
+        tenant = tenants[q.tenant_id]
+        t0 = time.perf_counter()
+        result = services.recall(tenant=tenant, scope=q.scope, query=q.text)
+        samples.append((time.perf_counter() - t0) * 1000)
+        outcomes[result.outcome] += 1
+    return {**percentiles(samples), "outcomes": dict(outcomes)}
+
+
+def exact_neighbours(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5) -> list[str]:
+    """Ground truth: the nearest active, unexpired trails by a full scan of the scope."""
+    from cachecore.selectors import _vector_literal
+
+    vector = _vector_literal(embedding)
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_indexscan = off")
+        cur.execute("SET LOCAL enable_bitmapscan = on")
+        cur.execute(
+            "SELECT id FROM cachecore_trail WHERE tenant_id = %s AND scope = %s AND status = 'active' "
+            "AND expires_at > %s ORDER BY (embedding <=> %s::vector) + 0 LIMIT %s",
+            [tenant.pk, scope, timezone.now(), vector, limit],
+        )
+        return [str(r[0]) for r in cur.fetchall()]
+
+
+def hnsw_recall_at_k(queries: list[TimedQuery], tenants: dict, embeddings: np.ndarray, k: int = 5) -> dict:
+    """recall@k of nearest_trails against exact search, for queries routed through HNSW."""
+    scores: list[float] = []
+    for q, e in zip(queries, embeddings):
+        if q.path != "hnsw":
+            continue
+        tenant = tenants[q.tenant_id]
+        with transaction.atomic():
+            got = [c.trail_id for c in selectors.nearest_trails(tenant=tenant, scope=q.scope, embedding=e, limit=k)]
+        truth = exact_neighbours(tenant=tenant, scope=q.scope, embedding=e, limit=k)
+        if truth:
+            scores.append(len(set(got) & set(truth)) / len(truth))
+    if not scores:
+        return {"n": 0, "mean": None, "min": None}
+    return {"n": len(scores), "mean": round(float(np.mean(scores)), 4), "min": round(float(np.min(scores)), 4)}
+
+
+def time_embedding(texts: list[str], *, batch_size: int = 32) -> dict:
+    embedder = get_embedder()
+    normalised = [normalise_query(t) for t in texts]
+    one: list[float] = []
+    for t in normalised:
+        t0 = time.perf_counter()
+        embedder.embed_one(t)
+        one.append((time.perf_counter() - t0) * 1000)
+    batch_texts = (normalised * (1 + (4 * batch_size) // max(1, len(normalised))))[: 4 * batch_size]
+    t0 = time.perf_counter()
+    embedder.embed(batch_texts, batch_size=batch_size)
+    elapsed = time.perf_counter() - t0
+    batches = len(batch_texts) / batch_size
+    return {"one": percentiles(one), "batch_size": batch_size, "batch_ms": round(elapsed * 1000 / batches, 2),
+            "sentences_per_s": round(len(batch_texts) / elapsed, 1)}
+
+
+def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: int = 5) -> dict:
+    """Records through services.trail_record (embedding included), into a scope no timed
+    recall reads."""
+    from cachecore.bench import corpus
+
+    rng = random.Random(seed)
+    samples: list[float] = []
+    started = time.perf_counter()
+    for i in range(n):
+        tenant = tenants[i % len(tenants)]
+        q = corpus.question(rng, "the product")
+        cited = cited_by_tenant[tenant.pk]
+        t0 = time.perf_counter()
+        services.trail_record(
+            tenant=tenant, scope="bench:records", query=q.text, cited=cited,
+            steps=[{"tool": "search", "args": {"q": q.text}, "returned": cited}],
+            signal={"source": "caller", "accepted": True},
+        )
+        samples.append((time.perf_counter() - t0) * 1000)
+    elapsed = time.perf_counter() - started
+    return {**percentiles(samples), "records_per_s": round(n / elapsed, 1)}
