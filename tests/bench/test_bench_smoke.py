@@ -1,0 +1,72 @@
+"""The benchmark machinery on a tiny configuration: seeding by COPY, in-process timings, HNSW
+recall check, and the HTTP phase against a real gunicorn serving the test database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cachecore.bench import report, seed
+from cachecore.bench.runner import BenchConfig, run_bench
+from cachecore.models import Citation, Section, Trail
+
+
+@pytest.fixture
+def bench_tables(transactional_db: None):
+    yield
+    seed.drop_meta_tables()
+
+
+def _check_latency(node: dict) -> None:
+    assert node["n"] > 0
+    assert 0 < node["p50_ms"] <= node["p95_ms"] <= node["p99_ms"] <= node["max_ms"]
+
+
+def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
+    # Every scope of the largest tenant goes through HNSW, the others stay exact.
+    settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 40
+    cfg = BenchConfig(trails=300, tenants=3, real_trails=30, recalls=20, recalls_full=5, recall_check=20,
+                      records=3, http_requests=6, http_records=4, http_time_limit_s=20, workers=1,
+                      concurrency=2, reseed=True)
+    result = run_bench(cfg, log=lambda _msg: None)
+
+    assert Trail.objects.count() == 300 + 3 + 4  # seeded + in-process records + HTTP records
+    assert not Trail.objects.filter(citations__isnull=True).exists()
+    assert Citation.objects.filter(tenant__slug__startswith="bench-").count() >= 300
+    assert Section.objects.filter(chunks_ready=True).count() == Section.objects.count() > 0
+    assert result["seed"]["probes"] == sum(1 for _ in seed.load_probes()) >= 3
+    assert result["seed"]["hnsw_build_s"] >= 0
+
+    for node in (result["recall"]["excluded"], result["recall"]["included"]):
+        _check_latency(node)
+        assert sum(node["outcomes"].values()) == node["n"]
+    assert set(result["recall"]["excluded"]["by_path"]) == {"exact", "hnsw"}
+    # A probe's own question finds its trail: there are prefetches.
+    assert result["recall"]["excluded"]["outcomes"].get("prefetch", 0) > 0
+    assert result["data"]["hnsw_scopes"] >= 1
+    hr = result["hnsw_recall"]
+    assert hr["n"] > 0 and 0.0 <= hr["min"] <= hr["mean"] <= 1.0
+
+    _check_latency(result["embedding"]["one"])
+    assert result["embedding"]["sentences_per_s"] > 0 and result["embedding"]["batch_ms"] > 0
+    _check_latency(result["records"])
+    assert result["records"]["per_s"] > 0
+
+    http = result["http"]
+    for key in ("recall_c1", "recall_c8", "record_c8"):
+        assert http[key]["errors"] == 0, http[key]["error_samples"]
+        _check_latency(http[key])
+        assert http[key]["per_s"] > 0
+    assert http["recall_c1"]["n"] == 6 and http["record_c8"]["n"] == 4
+    assert http["worker_peak_rss_bytes"] > 50 * 1024 * 1024
+
+    for name in ("trail_table", "trail_indexes", "trail_hnsw", "citation_table", "citation_indexes"):
+        assert result["sizes"][name] > 0, name
+    assert {t["path"] for t in result["targets"]} == {t[1] for t in report.TARGETS}
+    assert all(t["value"] is not None for t in result["targets"])
+
+    table = report.render_table(result)
+    assert "recall in-process, embedding excluded" in table and "HNSW recall@5" in table
+    path = report.write_json(result, tmp_path / "bench.json")
+    assert json.loads(path.read_text())["config"]["trails"] == 300
