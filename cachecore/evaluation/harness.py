@@ -29,6 +29,7 @@ from cachecore.engine.text import normalise_query
 from cachecore.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_agent
 from cachecore.evaluation.corpus import (
     FullTextSearch,
+    chunks_ensure,
     collect_sections,
     edit_sentence,
     ingest_sections,
@@ -113,9 +114,18 @@ class Run:
         self.config, self.tenant = config, tenant
         self.embedder = get_embedder()
         self._tokens: dict[str, int] = {}
+        self._queries: dict[str, Any] = {}
         self.fts: FullTextSearch | None = None
         self.notes: list[str] = []
         self.timings: dict[str, float] = {}
+
+    def embed_query(self, query: str):
+        """The query embedding as recall computes it (normalised, then embedded), memoised."""
+        key = normalise_query(query)
+        vector = self._queries.get(key)
+        if vector is None:
+            vector = self._queries[key] = self.embedder.embed_one(key)
+        return vector
 
     # -- tools ------------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
@@ -246,7 +256,7 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
     if not sections:
         raise ValueError(f"no sections under {config.docs} (subtrees: {list(config.subtrees) or 'all'})")
     with run.progress("ingest sections", len(sections)) as bar:
-        ingest = ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step)
+        ingest = ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
     section_ids = {s.id for s in sections}
     run.fts = FullTextSearch(tenant)
     run.timed("ingest", t)
@@ -272,6 +282,14 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
             bar.step()
     run.timed("agent_without_cache", t)
     correct = [r.success for r in phase1]   # a trail is correct when it cites a gold section
+
+    # Chunk embeddings (coverage, verifier) for every section a trail will cite, and the gold.
+    t = time.perf_counter()
+    needed = {sid for r in phase1 for sid in r.cited} | {g for q in questions for g in q.gold} | {sections[0].id}
+    with run.progress("chunk embeddings (cited)", 1) as bar:
+        computed = chunks_ensure(tenant=tenant, section_ids=needed & section_ids)
+        bar.step()
+    run.timed("chunks", t)
 
     # -- gates -------------------------------------------------------------------------------------
     t = time.perf_counter()
@@ -349,7 +367,8 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
             "python": platform.python_version(),
             "timings_s": run.timings,
         },
-        "corpus": {**ingest.as_dict(), "search": "PostgreSQL full-text: to_tsvector('english'), OR of the query "
+        "corpus": {**ingest.as_dict(), "chunked_sections": computed,
+                   "search": "PostgreSQL full-text: to_tsvector('english'), OR of the query "
                    f"words via websearch_to_tsquery, ts_rank_cd normalisation {FullTextSearch.RANK_NORMALISATION}, "
                    "top 5", "questions_without_gold_in_corpus": len(missing_gold)},
         "phase1": {**agent_summary(phase1), "correct_trails": sum(correct),
@@ -442,7 +461,7 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
     naive = NaiveTextCache(threshold=run.tenant.similarity_threshold)
     for qi in trails:
         r = phase1[qi]
-        naive.store(str(qi), run.embedder.embed_one(normalise_query(r.query)),
+        naive.store(str(qi), run.embed_query(r.query),
                     {sid: recorded_text[sid] or "" for sid in r.cited})
     rng = random.Random(f"{run.config.seed}:{fraction}")
     edited = sorted(rng.sample(cited, edit_sample_size(len(cited), fraction)))
@@ -469,7 +488,7 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
                 tc["recalls_serving_changed"] += bool(changed or outdated)
                 if r["outcome"] == "hint" and any(s["status"] != "valid" for s in r["sections"]):
                     tc["hint_with_changed_sections"] += 1
-                hit = naive.lookup(run.embedder.embed_one(normalise_query(p)))
+                hit = naive.lookup(run.embed_query(p))
                 if hit is not None:
                     nv["hits"] += 1
                     n_current = run.fts.texts(hit.sections)

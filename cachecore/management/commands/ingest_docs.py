@@ -22,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--subtree", action="append", default=[],
                             help="only this folder or file under DIR (repeatable), e.g. --subtree faq")
         parser.add_argument("--batch", type=int, default=UPSERT_BATCH, help="sections per upsert (≤ 1000)")
+        parser.add_argument("--chunks", choices=("jobs", "sync"), default="jobs",
+                            help="chunk embeddings for coverage: as the API does (background jobs for large "
+                                 "upserts, needs a Celery worker; default) or computed here (slow for big trees)")
         parser.add_argument("--dry-run", action="store_true", help="split and count only")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -39,7 +42,7 @@ class Command(BaseCommand):
             return
         with Progress("ingest sections", len(sections)) as bar:
             result = ingest_sections(tenant=tenant, sections=sections, batch_size=options["batch"],
-                                     on_batch=bar.step)
+                                     on_batch=bar.step, chunks=options["chunks"])
         self.stdout.write(
             f"{result.sections} sections: {result.created} created, {result.updated} updated, "
             f"{result.unchanged} unchanged in {result.seconds} s"
