@@ -25,6 +25,7 @@ class MatchMode(models.TextChoices):
     EMBEDDING = "embedding", "Embedding similarity"
     HYBRID = "hybrid", "Embedding + trigram similarity"
     LEXICAL = "lexical", "Trigram similarity only"
+    LEARNED = "learned", "Embedding, then a learned pair scorer"
 
 
 class Tenant(models.Model):
@@ -67,7 +68,8 @@ class Tenant(models.Model):
     )
     match_mode = models.CharField(
         max_length=16, choices=MatchMode.choices, default=MatchMode.EMBEDDING,
-        help_text="How a query is compared with trails' queries: embeddings, trigrams, or both.",
+        help_text="How a query is compared with trails' queries: embeddings, trigrams, both, or embeddings "
+        "then a learned pair scorer (its own calibrated threshold).",
     )
     polarity_guard = models.BooleanField(
         default=True,

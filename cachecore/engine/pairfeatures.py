@@ -23,6 +23,11 @@ from cachecore.engine.polarity import negation_count, polarity_conflict
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "matcher_weights.json"
 
+# Hybrid matching: this share of the cosine plus the rest of the trigram similarity, compared
+# with the tenant's similarity_threshold. Chosen by the matcher study on the train split (best
+# F0.5 over 0.5..0.9; the study writes it to matcher_weights.json as hybrid.cosine_weight).
+HYBRID_COSINE_WEIGHT = 0.9
+
 FEATURES = (
     "cosine",
     "trigram",

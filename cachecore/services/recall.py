@@ -15,6 +15,7 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, classify, section_state
+from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, default_scorer, trigram_similarity
 from cachecore.engine.polarity import polarity_conflict
 from cachecore.engine.text import content_hash, normalise_query
 from cachecore.models import (
@@ -23,7 +24,7 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from tenants.models import Tenant
+from tenants.models import MatchMode, Tenant
 
 
 @dataclass
@@ -93,9 +94,29 @@ def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.
 def _matching_candidates(
     *, tenant: Tenant, query_normalised: str, candidates: list[selectors.Candidate]
 ) -> tuple[list[selectors.Candidate], bool]:
-    """Candidates at or above the tenant's threshold that pass the polarity guard, best first;
-    and whether the guard turned away any that passed the threshold."""
-    passing = [c for c in candidates if c.similarity >= tenant.similarity_threshold]
+    """Candidates that match by the tenant's match mode and pass the polarity guard, best
+    first; and whether the guard turned away any that matched.
+
+    embedding: cosine >= similarity_threshold. lexical: pg_trgm-style trigram similarity of the
+    normalised questions >= similarity_threshold. hybrid: the weighted sum of both (weight from
+    the matcher study) >= similarity_threshold. learned: cosine >= the scorer's low first-stage
+    threshold, then the pair scorer's decision (its own calibrated threshold). A trail whose
+    query text was redacted has only its embedding: it matches by cosine in every mode."""
+    mode = tenant.match_mode
+    threshold = tenant.similarity_threshold
+
+    def matches(c: selectors.Candidate) -> bool:
+        if mode == MatchMode.EMBEDDING or not c.query_normalised:
+            return c.similarity >= threshold
+        if mode == MatchMode.LEARNED:
+            return default_scorer().matches(query_normalised, c.query_normalised, c.similarity)
+        trigram = trigram_similarity(query_normalised, c.query_normalised)
+        if mode == MatchMode.LEXICAL:
+            return trigram >= threshold
+        weight = HYBRID_COSINE_WEIGHT
+        return weight * c.similarity + (1 - weight) * trigram >= threshold
+
+    passing = [c for c in candidates if matches(c)]
     if not tenant.polarity_guard:
         return passing, False
     kept = [c for c in passing if polarity_conflict(query_normalised, c.query_normalised) is None]
