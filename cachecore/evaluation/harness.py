@@ -118,6 +118,7 @@ class Run:
         self.fts: FullTextSearch | None = None
         self.notes: list[str] = []
         self.timings: dict[str, float] = {}
+        self.details: list[dict[str, Any]] = []   # per query, written to details.jsonl
 
     def embed_query(self, query: str):
         """The query embedding as recall computes it (normalised, then embedded), memoised."""
@@ -282,6 +283,10 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
             bar.step()
     run.timed("agent_without_cache", t)
     correct = [r.success for r in phase1]   # a trail is correct when it cites a gold section
+    for kind, runs, queries in (("phase1", phase1, [(qi, q.question) for qi, q in enumerate(questions)]),
+                                ("phase2-no-cache", baseline, paraphrases)):
+        for (qi, _q), r in zip(queries, runs):
+            run.details.append({"kind": kind, "question_id": questions[qi].id, **r.as_dict()})
 
     # Chunk embeddings (coverage, verifier) for every section a trail will cite, and the gold.
     t = time.perf_counter()
@@ -328,6 +333,8 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
             for qi, p in paraphrases:
                 with_cache.append(run.agent(p, questions[qi].gold, scope=scope))
                 bar.step()
+        for (qi, _p), r in zip(paraphrases, with_cache):
+            run.details.append({"kind": f"phase2-{gate}", "question_id": questions[qi].id, **r.as_dict()})
         gates[gate] = {
             "admission": gate_accounting(admitted_rows),
             "phase2": cache_summary(with_cache, baseline),
@@ -378,6 +385,7 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
         "matching": matching,
         "staleness": staleness,
         "notes": run.notes,
+        "details": run.details,
     }
 
 
@@ -393,56 +401,84 @@ def _record_all(run: Run, scope: str, phase1: Sequence[AgentRun]) -> dict[int, s
 
 def _matching(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
               paraphrases: Sequence[tuple[int, str]]) -> dict[str, Any]:
-    """Every phase-1 trail accepted in its own scope; paraphrases should hit their question's
-    trail, distinct questions should hit nothing."""
+    """Every phase-1 trail accepted in one scope. A paraphrase of Q should recall Q's trail.
+    A distinct question of Q must not recall Q's trail (Q's gold does not answer it): that is
+    a false hit. Many distinct questions reword *another* question of the set, so recalling
+    some other trail is not counted as false; the literal "recalled anything" rate is
+    reported too, over the distinct questions that are not verbatim questions of the set."""
     scope = "match"
     with run.progress("matching: record", len(phase1)) as bar:
         trails = _record_all(run, scope, phase1)
         bar.step(len(phase1))
     own = {tid: qi for qi, tid in trails.items()}
     recall = run.recall_fn(scope)
+
+    def contributing(r: dict[str, Any]) -> list[str]:
+        return list(r.get("trails") or ([r["trail_id"]] if r.get("trail_id") else []))
+
+    def sim_to_source(query: str, qi: int) -> float:
+        # What recall compares with the threshold for Q's trail: cosine of the normalised queries.
+        return round(float(run.embed_query(query) @ run.embed_query(questions[qi].question)), 4)
+
     para_rows = []
     with run.progress("matching: paraphrases", len(paraphrases)) as bar:
         for qi, p in paraphrases:
-            r = recall(p)
-            para_rows.append((qi, r))
+            para_rows.append((qi, {**recall(p), "query": p, "sim_to_source": sim_to_source(p, qi)}))
             bar.step()
     asked = {normalise_query(q.question) for q in questions}
     distinct = [(qi, d) for qi, q in enumerate(questions) for d in q.distinct]
-    kept = [(qi, d) for qi, d in distinct if normalise_query(d) not in asked]
     dist_rows = []
-    with run.progress("matching: distinct", len(kept)) as bar:
-        for qi, d in kept:
-            dist_rows.append((qi, recall(d)))
+    with run.progress("matching: distinct", len(distinct)) as bar:
+        for qi, d in distinct:
+            dist_rows.append((qi, {**recall(d), "query": d, "sim_to_source": sim_to_source(d, qi),
+                                   "verbatim": normalise_query(d) in asked}))
             bar.step()
 
     def hit(r: dict[str, Any]) -> bool:
         return r["outcome"] != "miss"
 
+    for kind, rows in (("paraphrase", para_rows), ("distinct", dist_rows)):
+        for qi, r in rows:
+            tq = own.get(r["trail_id"]) if r["trail_id"] else None
+            run.details.append({
+                "kind": f"matching-{kind}", "question_id": questions[qi].id, "query": r["query"],
+                "outcome": r["outcome"], "similarity": r["similarity"], "sim_to_source": r["sim_to_source"],
+                "coverage": r["coverage"], "escalated": r["escalated"],
+                "source_trail_recalled": trails.get(qi) in contributing(r),
+                "trail_question": questions[tq].question if tq is not None else None,
+            })
     para_hits = [(qi, r) for qi, r in para_rows if hit(r)]
-    false = [(qi, r) for qi, r in dist_rows if hit(r)]
+    false = [(qi, r) for qi, r in dist_rows if hit(r) and trails.get(qi) in contributing(r)]
+    non_verbatim = [(qi, r) for qi, r in dist_rows if not r["verbatim"]]
+    any_hit = [(qi, r) for qi, r in non_verbatim if hit(r)]
     n_p, n_d = len(para_rows), len(dist_rows)
-    sweep = threshold_sweep([r["similarity"] for _, r in para_rows], [r["similarity"] for _, r in dist_rows])
+    sweep = threshold_sweep([r["similarity"] for _, r in para_rows], [r["sim_to_source"] for _, r in dist_rows])
+    any_sweep = threshold_sweep([], [r["similarity"] for _, r in non_verbatim])
+    for row, other in zip(sweep, any_sweep):
+        row["any_hit_rate"] = other["false_hit_rate"]
     threshold = run.tenant.similarity_threshold
     return {
         "threshold": threshold,
         "coverage_floor": run.tenant.coverage_floor,
+        "match_mode": getattr(run.tenant, "match_mode", "embedding"),
+        "polarity_guard": getattr(run.tenant, "polarity_guard", None),
+        "merge_trails": getattr(run.tenant, "merge_trails", None),
         "trails": len(trails),
         "paraphrases": n_p,
         "paraphrase_hit_rate": rate(len(para_hits), n_p),
-        "paraphrase_correct_hit_rate": rate(sum(1 for qi, r in para_hits if own.get(r["trail_id"]) == qi), n_p),
+        "paraphrase_correct_hit_rate": rate(sum(1 for qi, r in para_hits if trails.get(qi) in contributing(r)), n_p),
         "paraphrase_prefetch": sum(1 for _, r in para_hits if r["outcome"] == "prefetch"),
         "paraphrase_hint": sum(1 for _, r in para_hits if r["outcome"] == "hint"),
         "paraphrase_escalated": sum(1 for _, r in para_hits if r["escalated"]),
-        "distinct_total": len(distinct),
-        "distinct_excluded_verbatim": len(distinct) - len(kept),
         "distinct": n_d,
         "false_hit_rate": rate(len(false), n_d),
         "false_hits": len(false),
         "false_prefetch": sum(1 for _, r in false if r["outcome"] == "prefetch"),
         "false_hint": sum(1 for _, r in false if r["outcome"] == "hint"),
         "false_hits_escalated_to_hint": sum(1 for _, r in false if r["escalated"]),
-        "false_hits_on_source_trail": sum(1 for qi, r in false if own.get(r["trail_id"]) == qi),
+        "distinct_verbatim_questions": n_d - len(non_verbatim),
+        "distinct_any_hit_rate": rate(len(any_hit), len(non_verbatim)),
+        "distinct_any_hits": len(any_hit),
         "sweep": sweep,
         "at_threshold": sweep_point(sweep, threshold),
     }

@@ -67,21 +67,29 @@ def markdown(report: dict[str, Any]) -> str:
         f"(the question's own trail: {_pct(m['paraphrase_correct_hit_rate'])}; prefetch {m['paraphrase_prefetch']}, "
         f"hint {m['paraphrase_hint']}, escalated {m['paraphrase_escalated']}).",
         "",
-        f"False-hit rate on distinct questions {_pct(m['false_hit_rate'])} ({m['false_hits']}/{m['distinct']}: "
-        f"false prefetch {m['false_prefetch']}, false hint {m['false_hint']}, of which turned into hints by "
-        f"coverage escalation {m['false_hits_escalated_to_hint']}; on the source question's own trail "
-        f"{m['false_hits_on_source_trail']}). {m['distinct_excluded_verbatim']} of {m['distinct_total']} distinct "
-        "questions are themselves questions of the set (their nearest trail is their own) and are left out.",
+        f"False-hit rate on distinct questions {_pct(m['false_hit_rate'])} ({m['false_hits']}/{m['distinct']} "
+        "recalled the trail of the question they are distinct from: "
+        f"false prefetch {m['false_prefetch']}, false hint {m['false_hint']}; coverage escalation turned "
+        f"{m['false_hits_escalated_to_hint']} of them into hints).",
         "",
-        f"Threshold sweep (best-candidate similarity): at {at.get('threshold')} hit rate {_pct(at.get('hit_rate'))}, "
-        f"false-hit rate {_pct(at.get('false_hit_rate'))}. See `sweep.png`.",
+        f"Distinct questions recalling any trail at all: {_pct(m['distinct_any_hit_rate'])} "
+        f"({m['distinct_any_hits']}, over the {m['distinct'] - m['distinct_verbatim_questions']} that are not "
+        "verbatim questions of the set). Many distinct questions reword another FAQ question, whose trail then "
+        "legitimately answers them, so this is an upper bound, not a false-hit rate.",
         "",
-        "| threshold | paraphrase hit rate | distinct false-hit rate |",
-        "|---|---|---|",
+        f"Threshold sweep (paraphrases: the best candidate's similarity; distinct: similarity to the source "
+        f"question's trail): at {at.get('threshold')} hit rate {_pct(at.get('hit_rate'))}, "
+        f"false-hit rate {_pct(at.get('false_hit_rate'))}. See `sweep.png`. The sweep is by cosine alone "
+        f"(match mode {m.get('match_mode')}, polarity guard {m.get('polarity_guard')} are applied by recall only "
+        "at the tenant's threshold).",
+        "",
+        "| threshold | paraphrase hit rate | distinct false-hit rate | distinct recalling any trail |",
+        "|---|---|---|---|",
     ]
     for row in m["sweep"]:
         if round(row["threshold"] * 100) % 5 == 0:
-            lines.append(f"| {row['threshold']:.2f} | {_pct(row['hit_rate'])} | {_pct(row['false_hit_rate'])} |")
+            lines.append(f"| {row['threshold']:.2f} | {_pct(row['hit_rate'])} | {_pct(row['false_hit_rate'])} "
+                         f"| {_pct(row.get('any_hit_rate'))} |")
     lines += [
         "",
         "## Staleness (cited sections edited after phase 1, paraphrases replayed)",
@@ -114,7 +122,9 @@ def plots(report: dict[str, Any], out: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     xs = [r["threshold"] for r in m["sweep"]]
     ax.plot(xs, [r["hit_rate"] or 0 for r in m["sweep"]], label="paraphrase hit rate")
-    ax.plot(xs, [r["false_hit_rate"] or 0 for r in m["sweep"]], label="distinct false-hit rate")
+    ax.plot(xs, [r["false_hit_rate"] or 0 for r in m["sweep"]], label="distinct false-hit rate (source trail)")
+    ax.plot(xs, [r.get("any_hit_rate") or 0 for r in m["sweep"]], linestyle=":",
+            label="distinct recalling any trail (upper bound)")
     ax.axvline(m["threshold"], color="grey", linestyle="--", label=f"tenant threshold {m['threshold']}")
     ax.set_xlabel("similarity threshold")
     ax.set_ylabel("rate")
@@ -163,11 +173,17 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def write_report(report: dict[str, Any], out: Path, *, latest: Path | None = None) -> list[Path]:
-    """Write everything into ``out``; point ``latest`` (a symlink) at it when given."""
+    """Write everything into ``out`` (per-query rows to ``details.jsonl``); point ``latest``
+    (a symlink) at it when given."""
     out.mkdir(parents=True, exist_ok=True)
+    details = report.get("details") or []
+    report = {k: v for k, v in report.items() if k != "details"}
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    with open(out / "details.jsonl", "w", encoding="utf-8") as fh:
+        for row in details:
+            fh.write(json.dumps(row, default=str) + "\n")
     (out / "summary.md").write_text(markdown(report), encoding="utf-8")
-    files = [out / "report.json", out / "summary.md", *plots(report, out)]
+    files = [out / "report.json", out / "details.jsonl", out / "summary.md", *plots(report, out)]
     if latest is not None:
         tmp = latest.with_name(latest.name + ".tmp")
         if tmp.is_symlink() or tmp.exists():
