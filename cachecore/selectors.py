@@ -61,6 +61,8 @@ class Candidate:
 
 
 _scope_sizes: dict[tuple[str, str], tuple[int, float]] = {}
+# Candidate list of the HNSW scan; iterative scan goes past it when the scope filter needs to.
+_HNSW_EF_SEARCH = 100
 _SCOPE_SIZE_TTL_S = 60.0
 
 
@@ -98,11 +100,16 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
         "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
         f"ORDER BY {order} LIMIT %s"
     )
+    params = [vector, tenant.pk, scope, timezone.now(), vector, limit]
     with connection.cursor() as cur:
-        if not exact:
-            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cur.execute("SET LOCAL hnsw.ef_search = 100")
-        cur.execute(sql, [vector, tenant.pk, scope, timezone.now(), vector, limit])
+        if exact:
+            cur.execute(sql, params)
+        else:
+            # One round trip: the settings and the query travel together (client-side binding).
+            cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = "
+                        f"{_HNSW_EF_SEARCH}; {sql}", params)
+            while cur.description is None and cur.nextset():
+                pass
         rows = cur.fetchall()
     candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2]) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
