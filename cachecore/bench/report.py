@@ -83,6 +83,11 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     hr = r.get("hnsw_recall") or {}
     out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "
                                                        f"(n={hr.get('n')})", ""))
+    for row in r.get("knn_by_scope_size") or []:
+        out.append((f"  KNN alone, scope {row['scope_size']} (n={row['n']}): exact | HNSW p50/p99 (ms), recall@5",
+                    f"{_fmt(row['exact']['p50_ms'])}/{_fmt(row['exact']['p99_ms'])} | "
+                    f"{_fmt(row['hnsw']['p50_ms'])}/{_fmt(row['hnsw']['p99_ms'])}, "
+                    f"{_fmt(row['hnsw_recall_at_5'])}", ""))
     e = r.get("embedding") or {}
     out.append(("embedding one query p50 / p99 (ms)",
                 f"{_fmt(get(e, 'one.p50_ms'))} / {_fmt(get(e, 'one.p99_ms'))}", ""))

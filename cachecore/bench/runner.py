@@ -31,6 +31,7 @@ class BenchConfig:
     recalls: int = 1000  # timed in-process, embedding excluded
     recalls_full: int = 300  # timed in-process through services.recall
     recall_check: int = 200  # queries (HNSW path) for recall@5
+    knn_per_bucket: int = 40  # queries per scope-size bucket, both paths forced
     records: int = 200
     http: bool = True
     http_requests: int = 1000
@@ -125,6 +126,9 @@ def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print
     log("timing the embedding model …")
     embedding = timing.time_embedding([q.text for q in queries[:100]])
 
+    log("timing the nearest-neighbour query by scope size, both paths forced …")
+    knn_paths = timing.knn_by_scope_size(probes, tenants, per_bucket=cfg.knn_per_bucket)
+
     record_tenants = sorted(tenants.values(), key=lambda t: t.slug)[: max(1, min(20, len(tenants)))]
     cited = {t.pk: list(corpus.section_ids(0)) for t in record_tenants}
     log(f"timing {cfg.records} records in-process …")
@@ -141,6 +145,7 @@ def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print
         "data": _data_shape(),
         "recall": {"excluded": excluded, "included": included},
         "hnsw_recall": hnsw_recall,
+        "knn_by_scope_size": knn_paths,
         "embedding": embedding,
         "records": {**records, "per_s": records["records_per_s"]},
     }

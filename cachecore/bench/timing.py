@@ -191,3 +191,55 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
         samples.append((time.perf_counter() - t0) * 1000)
     elapsed = time.perf_counter() - started
     return {**percentiles(samples), "records_per_s": round(n / elapsed, 1)}
+
+
+SIZE_BUCKETS = [(0, 500), (500, 2000), (2000, 5000), (5000, 20000), (20000, 10**9)]
+
+
+def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40, seed: int = 13) -> list[dict]:
+    """The nearest-neighbour query alone through each path (exact scan / HNSW), forced, for
+    scopes bucketed by active size, with HNSW recall@5: where the size rule should switch."""
+    rng = random.Random(seed)
+    with connection.cursor() as cur:
+        cur.execute("SELECT tenant_id, scope, count(*) FROM cachecore_trail WHERE status = 'active' "
+                    "GROUP BY tenant_id, scope")
+        sizes = {(t, s): n for t, s, n in cur.fetchall()}
+    buckets: dict[tuple[int, int], list[dict]] = {b: [] for b in SIZE_BUCKETS}
+    for p in probes:
+        n = sizes.get((p["tenant_id"], p["scope"]), 0)
+        for lo, hi in SIZE_BUCKETS:
+            if lo < n <= hi:
+                buckets[(lo, hi)].append(p)
+    original = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    out = []
+    try:
+        for (lo, hi), chosen in buckets.items():
+            if not chosen:
+                continue
+            chosen = rng.sample(chosen, min(per_bucket, len(chosen)))
+            vectors = get_embedder().embed([normalise_query(p["paraphrase"]) for p in chosen])
+            row: dict = {"scope_size": f"{lo}-{hi}" if hi < 10**9 else f">{lo}", "n": len(chosen)}
+            found: dict[str, list[list[str]]] = {}
+            for path, limit in (("exact", 10**9), ("hnsw", -1)):
+                settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = limit
+                selectors._scope_sizes.clear()
+                samples: list[float] = []
+                found[path] = []
+                for _ in range(2):  # the first pass warms the cache
+                    samples, found[path] = [], []
+                    for p, v in zip(chosen, vectors):
+                        tenant = tenants[p["tenant_id"]]
+                        t0 = time.perf_counter()
+                        with transaction.atomic():
+                            got = selectors.nearest_trails(tenant=tenant, scope=p["scope"], embedding=v, limit=5)
+                        samples.append((time.perf_counter() - t0) * 1000)
+                        found[path].append([c.trail_id for c in got])
+                stats = percentiles(samples)
+                row[path] = {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"]}
+            hits = [len(set(h) & set(e)) / len(e) for h, e in zip(found["hnsw"], found["exact"]) if e]
+            row["hnsw_recall_at_5"] = round(float(np.mean(hits)), 4) if hits else None
+            out.append(row)
+    finally:
+        settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = original
+        selectors._scope_sizes.clear()
+    return out

@@ -27,7 +27,7 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     # Every scope of the largest tenant goes through HNSW, the others stay exact.
     settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 40
     cfg = BenchConfig(trails=300, tenants=3, real_trails=30, recalls=20, recalls_full=5, recall_check=20,
-                      records=3, http_requests=6, http_records=4, http_time_limit_s=20, workers=1,
+                      records=3, knn_per_bucket=5, http_requests=6, http_records=4, http_time_limit_s=20, workers=1,
                       concurrency=2, reseed=True)
     result = run_bench(cfg, log=lambda _msg: None)
 
@@ -47,6 +47,10 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     assert result["data"]["hnsw_scopes"] >= 1
     hr = result["hnsw_recall"]
     assert hr["n"] > 0 and 0.0 <= hr["min"] <= hr["mean"] <= 1.0
+
+    knn = result["knn_by_scope_size"]
+    assert knn and all(0 < row["exact"]["p50_ms"] <= row["exact"]["p99_ms"] for row in knn)
+    assert all(0.0 <= row["hnsw_recall_at_5"] <= 1.0 for row in knn)
 
     _check_latency(result["embedding"]["one"])
     assert result["embedding"]["sentences_per_s"] > 0 and result["embedding"]["batch_ms"] > 0

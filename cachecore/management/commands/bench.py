@@ -57,6 +57,8 @@ class Command(BaseCommand):
                             help="trails with real embeddings (probes); default trails/30, 50..3000")
         parser.add_argument("--recalls", type=int, default=1000, help="timed in-process recalls")
         parser.add_argument("--recalls-full", type=int, default=300, help="timed services.recall calls")
+        parser.add_argument("--knn-per-bucket", type=int, default=40,
+                            help="queries per scope-size bucket for the forced exact/HNSW comparison")
         parser.add_argument("--records", type=int, default=200)
         parser.add_argument("--http-requests", type=int, default=1000)
         parser.add_argument("--http-records", type=int, default=400)
@@ -82,6 +84,7 @@ class Command(BaseCommand):
         cfg = BenchConfig(
             trails=opts["trails"], tenants=opts["tenants"], real_trails=opts["real_trails"],
             recalls=opts["recalls"], recalls_full=opts["recalls_full"], records=opts["records"],
+            knn_per_bucket=opts["knn_per_bucket"],
             http=not opts["no_http"], http_requests=opts["http_requests"], http_records=opts["http_records"],
             http_time_limit_s=opts["http_time_limit"], workers=opts["workers"], worker_class=opts["worker_class"],
             threads=opts["threads"], concurrency=opts["concurrency"], reseed=opts["reseed"],
