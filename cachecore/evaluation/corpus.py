@@ -109,13 +109,21 @@ def upsert_synchronously(*, tenant: Tenant, sections: Sequence[dict[str, str]],
         return services.sections_upsert(tenant=tenant, sections=sections)
 
 
-def chunks_ensure(*, tenant: Tenant, section_ids: Iterable[str], batch: int = 50) -> int:
+def chunks_pending(*, tenant: Tenant, section_ids: Iterable[str]) -> list[int]:
+    """Primary keys of those of ``section_ids`` whose chunk embeddings are not ready."""
+    return list(Section.objects.filter(tenant=tenant, external_id__in=list(section_ids), chunks_ready=False)
+                .exclude(text=None).order_by("pk").values_list("pk", flat=True))
+
+
+def chunks_ensure(*, tenant: Tenant, section_ids: Iterable[str], batch: int = 20,
+                  on_batch: Callable[[int], None] | None = None) -> int:
     """Compute the chunk embeddings of those of ``section_ids`` that have none ready (the
     service's own ``section_chunks_compute``). Returns sections computed."""
-    pks = list(Section.objects.filter(tenant=tenant, external_id__in=list(section_ids), chunks_ready=False)
-               .exclude(text=None).values_list("pk", flat=True))
+    pks = chunks_pending(tenant=tenant, section_ids=section_ids)
     for start in range(0, len(pks), batch):
         services.section_chunks_compute(section_pks=pks[start:start + batch])
+        if on_batch:
+            on_batch(len(pks[start:start + batch]))
     return len(pks)
 
 

@@ -30,6 +30,7 @@ from cachecore.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_age
 from cachecore.evaluation.corpus import (
     FullTextSearch,
     chunks_ensure,
+    chunks_pending,
     collect_sections,
     edit_sentence,
     ingest_sections,
@@ -291,9 +292,9 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
     # Chunk embeddings (coverage, verifier) for every section a trail will cite, and the gold.
     t = time.perf_counter()
     needed = {sid for r in phase1 for sid in r.cited} | {g for q in questions for g in q.gold} | {sections[0].id}
-    with run.progress("chunk embeddings (cited)", 1) as bar:
-        computed = chunks_ensure(tenant=tenant, section_ids=needed & section_ids)
-        bar.step()
+    needed &= section_ids
+    with run.progress("chunk embeddings (cited)", len(chunks_pending(tenant=tenant, section_ids=needed))) as bar:
+        computed = chunks_ensure(tenant=tenant, section_ids=needed, on_batch=bar.step)
     run.timed("chunks", t)
 
     # -- gates -------------------------------------------------------------------------------------

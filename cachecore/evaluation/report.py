@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -189,5 +190,7 @@ def write_report(report: dict[str, Any], out: Path, *, latest: Path | None = Non
         if tmp.is_symlink() or tmp.exists():
             tmp.unlink()
         os.symlink(os.path.relpath(out.resolve(), latest.parent.resolve()), tmp)
+        if latest.is_dir() and not latest.is_symlink():
+            shutil.rmtree(latest)   # an old copy instead of a link
         os.replace(tmp, latest)
     return files
