@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite against the embedded PostgreSQL (or DATABASE_URL), the real model.
 # System packages the tests need come from Debian's archive when missing: the Python docs
-# (the evaluation corpus) and chromium (browser tests drive it; no browser is downloaded).
+# (the evaluation corpus), chromium (browser tests drive it; no browser is downloaded) and
+# redis-server (the live broker tests start and stop their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 test -d /usr/share/doc/python3.11/html/_sources || missing+=(python3.11-doc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)  # live broker tests start their own
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then
     echo "installing ${missing[*]} from Debian's archive"
