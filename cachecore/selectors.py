@@ -93,21 +93,24 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
     (``SET LOCAL``)."""
     vector = _vector_literal(embedding)
     exact = active_scope_size(tenant=tenant, scope=scope) <= settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
-    # "+ 0" keeps the planner off the HNSW index for the exact path.
-    order = "(embedding <=> %s::vector) + 0" if exact else "embedding <=> %s::vector"
-    sql = (
-        "SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
-        "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
-        f"ORDER BY {order} LIMIT %s"
-    )
-    params = [vector, tenant.pk, scope, timezone.now(), vector, limit]
+    where = "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s"
     with connection.cursor() as cur:
         if exact:
-            cur.execute(sql, params)
+            # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
+            # each distance once (sorting by a second copy of the expression costs ~20%).
+            cur.execute(
+                "SELECT id, distance, query_normalised FROM (SELECT id, embedding <=> %s::vector AS distance, "
+                f"query_normalised FROM cachecore_trail {where} OFFSET 0) s ORDER BY distance LIMIT %s",
+                [vector, tenant.pk, scope, timezone.now(), limit],
+            )
         else:
             # One round trip: the settings and the query travel together (client-side binding).
-            cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = "
-                        f"{_HNSW_EF_SEARCH}; {sql}", params)
+            cur.execute(
+                f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
+                f"SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail {where} "
+                "ORDER BY embedding <=> %s::vector LIMIT %s",
+                [vector, tenant.pk, scope, timezone.now(), vector, limit],
+            )
             while cur.description is None and cur.nextset():
                 pass
         rows = cur.fetchall()
