@@ -86,13 +86,34 @@ def active_scope_size(*, tenant: Tenant, scope: str) -> int:
     return size
 
 
+_table_rows: list[float] = [0.0, 0.0]  # [estimated rows of cachecore_trail, valid until]
+
+
+def exact_search_limit() -> int:
+    """Scopes with at most this many active trails are searched exactly. The HNSW index
+    covers the whole table, so a filtered HNSW scan visits about (table rows / scope size)
+    entries per hit while an exact search scans the scope: the crossover grows like the
+    square root of the table, ≈ 5·√rows as measured by ``manage.py bench`` (100k trails:
+    ~1.5k; 1M: ~5k). Never above TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 1,000.
+    The row estimate (pg_class.reltuples) is cached per process for a minute."""
+    cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    now = time.monotonic()
+    if _table_rows[1] <= now:
+        with connection.cursor() as cur:
+            cur.execute("SELECT reltuples FROM pg_class WHERE oid = 'cachecore_trail'::regclass")
+            row = cur.fetchone()
+        _table_rows[:] = [max(0.0, float(row[0])) if row else 0.0, now + _SCOPE_SIZE_TTL_S]
+    return min(cap, max(1000, int(5 * _table_rows[0] ** 0.5)))
+
+
 def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5) -> list[Candidate]:
     """The ``limit`` nearest active, unexpired trails of the tenant's scope by cosine,
-    best first. Small scopes are searched exactly through the (tenant, scope, status) btree;
-    large ones through HNSW with iterative scan, re-ranked exactly. Call inside a transaction
+    best first. Small scopes (``exact_search_limit``) are searched exactly through the
+    (tenant, scope, status) btree; large ones through HNSW with iterative scan, re-ranked
+    exactly. Call inside a transaction
     (``SET LOCAL``)."""
     vector = _vector_literal(embedding)
-    exact = active_scope_size(tenant=tenant, scope=scope) <= settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    exact = active_scope_size(tenant=tenant, scope=scope) <= exact_search_limit()
     where = "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s"
     with connection.cursor() as cur:
         if exact:

@@ -69,8 +69,8 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     c = r["config"]
     out: list[tuple[str, str, str]] = [
         ("data", f"{_fmt(c['trails'])} trails × {_fmt(c['tenants'])} tenants, {_fmt(r['seed'].get('probes'))} "
-                 f"real-embedded; {_fmt(r['data'].get('hnsw_scopes'))} scopes over the exact limit "
-                 f"({c['exact_search_max_trails']}), largest {_fmt(r['data'].get('largest_scope'))}", ""),
+                 f"real-embedded; {_fmt(r['data'].get('hnsw_scopes'))} scopes over the exact-search limit "
+                 f"({_fmt(r['data'].get('exact_search_limit'))}), largest {_fmt(r['data'].get('largest_scope'))}", ""),
         ("seed: load / HNSW build (s)", f"{_fmt(r['seed'].get('load_s'))} / {_fmt(r['seed'].get('hnsw_build_s'))}"
                                         f"{' (reused seed)' if r['seed'].get('reused') else ''}", ""),
     ]

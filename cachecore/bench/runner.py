@@ -84,7 +84,7 @@ def _sizes() -> dict[str, int]:
 
 
 def _data_shape() -> dict[str, int]:
-    limit = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    limit = timing._routing_limit()
     with connection.cursor() as cur:
         cur.execute(
             "SELECT count(*), coalesce(max(n), 0), count(*) FILTER (WHERE n > %s), coalesce(sum(n), 0) FROM ("
@@ -92,7 +92,8 @@ def _data_shape() -> dict[str, int]:
             [limit],
         )
         scopes, largest, over, active = cur.fetchone()
-    return {"scopes": scopes, "largest_scope": largest, "hnsw_scopes": over, "active_trails": active}
+    return {"scopes": scopes, "largest_scope": largest, "hnsw_scopes": over, "active_trails": active,
+            "exact_search_limit": limit}
 
 
 def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print-like callable

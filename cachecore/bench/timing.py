@@ -44,8 +44,13 @@ class TimedQuery:
 
 
 def scope_path(tenant: Tenant, scope: str) -> str:
-    exact = selectors.active_scope_size(tenant=tenant, scope=scope) <= settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
-    return "exact" if exact else "hnsw"
+    return "exact" if selectors.active_scope_size(tenant=tenant, scope=scope) <= _routing_limit() else "hnsw"
+
+
+def _routing_limit() -> int:
+    """The scope size up to which nearest_trails searches exactly."""
+    rule = getattr(selectors, "exact_search_limit", None)
+    return rule() if rule else settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
 
 
 def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11) -> list[TimedQuery]:
@@ -210,7 +215,8 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
         for lo, hi in SIZE_BUCKETS:
             if lo < n <= hi:
                 buckets[(lo, hi)].append(p)
-    original = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    original_cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    original_rule = getattr(selectors, "exact_search_limit", None)
     out = []
     try:
         for (lo, hi), chosen in buckets.items():
@@ -221,7 +227,10 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
             row: dict = {"scope_size": f"{lo}-{hi}" if hi < 10**9 else f">{lo}", "n": len(chosen)}
             found: dict[str, list[list[str]]] = {}
             for path, limit in (("exact", 10**9), ("hnsw", -1)):
+                # Force the path: the cap for active_scope_size's count, the rule for the routing.
                 settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = limit
+                if original_rule is not None:
+                    selectors.exact_search_limit = lambda limit=limit: limit
                 selectors._scope_sizes.clear()
                 samples: list[float] = []
                 found[path] = []
@@ -240,6 +249,8 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
             row["hnsw_recall_at_5"] = round(float(np.mean(hits)), 4) if hits else None
             out.append(row)
     finally:
-        settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = original
+        settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = original_cap
+        if original_rule is not None:
+            selectors.exact_search_limit = original_rule
         selectors._scope_sizes.clear()
     return out
