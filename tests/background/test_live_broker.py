@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -24,6 +25,13 @@ pytestmark = [pytest.mark.live_broker, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _test_database_url() -> str:
+    """The test database, on whatever server this run uses (embedded port or DATABASE_URL)."""
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "", safe="") + (":" + quote(db["PASSWORD"], safe="") if db["PASSWORD"] else "")
+    return f"postgresql://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
 class Worker:
     def __init__(self, *, broker_url: str, media_root: Path, log_path: Path) -> None:
         self.broker_url, self.media_root, self.log_path = broker_url, media_root, log_path
@@ -32,7 +40,7 @@ class Worker:
     def start(self) -> None:
         env = {
             **os.environ,
-            "DATABASE_URL": f"postgresql://postgres@127.0.0.1:54329/{connection.settings_dict['NAME']}",
+            "DATABASE_URL": _test_database_url(),
             "CELERY_BROKER_URL": self.broker_url,
             "TRAILCACHE_MEDIA_ROOT": str(self.media_root),
             "DJANGO_SETTINGS_MODULE": "config.settings",
