@@ -376,7 +376,7 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
             "timings_s": run.timings,
         },
         "corpus": {**ingest.as_dict(), "chunked_sections": computed,
-                   "search": "PostgreSQL full-text: to_tsvector('english'), OR of the query "
+                   "search": "PostgreSQL full-text: to_tsvector('english'), heading weighted A, OR of the query "
                    f"words via websearch_to_tsquery, ts_rank_cd normalisation {FullTextSearch.RANK_NORMALISATION}, "
                    "top 5", "questions_without_gold_in_corpus": len(missing_gold)},
         "phase1": {**agent_summary(phase1), "correct_trails": sum(correct),
