@@ -92,7 +92,7 @@ def _data_shape() -> dict[str, int]:
             [limit],
         )
         scopes, largest, over, active = cur.fetchone()
-    return {"scopes": scopes, "largest_scope": largest, "hnsw_scopes": over, "active_trails": active,
+    return {"scopes": scopes, "largest_scope": largest, "hnsw_scopes": over, "active_trails": int(active),
             "exact_search_limit": limit}
 
 
