@@ -111,7 +111,8 @@ class Trail(models.Model):
             # Exact nearest-neighbour search in small scopes, and scope sizes.
             models.Index(fields=["tenant", "scope", "status"], name="trail_tenant_scope_status"),
             models.Index(fields=["tenant", "-created_at"], name="trail_tenant_created"),
-            models.Index(fields=["tenant", "-last_hit_at"], name="trail_tenant_last_hit"),
+            # No index on hits or last_hit_at: recall bumps both on every hit, and an update that
+            # touches no indexed column stays a HOT update (no HNSW/trigram re-insertion).
             models.Index(fields=["expires_at"], name="trail_expires"),
             models.Index(fields=["tenant", "subject"], name="trail_tenant_subject",
                          condition=~Q(subject="")),

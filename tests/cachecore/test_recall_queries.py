@@ -23,3 +23,24 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
             result = services.recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
         assert result.outcome == "prefetch"
     assert len(result.trails) == 5 and len(result.sections) == 40
+
+
+def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tenant):
+    """hits/last_hit_at are in no index and pages keep free space: the update is HOT, so the
+    HNSW and trigram indexes are not written on every hit."""
+    from django.db import connection
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+
+    def hot_updates() -> int:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_stat_get_xact_tuples_hot_updated('cachecore_trail'::regclass)")
+            return cur.fetchone()[0]
+
+    before = hot_updates()
+    result = services.recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+    assert result.outcome == "prefetch"
+    # (Within one test transaction old row versions can't be pruned yet, so only the first
+    # hit is checked; between requests, pruning keeps making room.)
+    assert hot_updates() - before == 1
