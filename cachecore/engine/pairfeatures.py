@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cachecore.engine.polarity import negation_count, polarity_conflict
+from cachecore.engine.polarity import negation_count, polarity_conflict, stem
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "matcher_weights.json"
 
@@ -82,18 +82,10 @@ def trigram_similarity(a: str, b: str) -> float:
     return len(ta & tb) / union if union else 0.0
 
 
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word.rstrip("e") if len(word) > 3 else word
-
-
 def content_words(text: str) -> set[str]:
     """Stemmed words of ``text`` less stop words and negations."""
     return {
-        _stem(t)
+        stem(t)
         for t in _WORD.findall(text.lower().replace("\u2019", "'"))
         if t not in _STOPWORDS and t not in _NEGATIONS and not t.endswith("n't")
     }

@@ -44,7 +44,8 @@ ANTONYMS = [
 ]
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough to match enable/enabled/enabling."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -66,18 +67,18 @@ def negation_count(text: str) -> int:
 
 def _stems(text: str) -> tuple[set[str], str]:
     tokens = _tokens(text)
-    return {_stem(t) for t in tokens}, " ".join(_stem(t) for t in tokens)
+    return {stem(t) for t in tokens}, " ".join(stem(t) for t in tokens)
 
 
 def _has(term: str, stems: set[str], phrase: str) -> bool:
     if " " in term:
-        return f" {' '.join(_stem(w) for w in term.split())} " in f" {phrase} "
-    return _stem(term) in stems
+        return f" {' '.join(stem(w) for w in term.split())} " in f" {phrase} "
+    return stem(term) in stems
 
 
 def _content_words(text: str) -> set[str]:
     return {
-        _stem(t) for t in _tokens(text) if t not in _STOPWORDS and t not in NEGATIONS and not t.endswith("n't")
+        stem(t) for t in _tokens(text) if t not in _STOPWORDS and t not in NEGATIONS and not t.endswith("n't")
     }
 
 
