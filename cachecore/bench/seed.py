@@ -313,6 +313,9 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
             else:
                 btree_s += took
         stats["btree_build_s"] = round(btree_s, 2)
+        # All rebuilt: forget the saved definitions, or a later run would restore indexes that a
+        # migration has dropped since.
+        conn.execute("DELETE FROM bench_meta WHERE key = 'index_defs'")
         t0 = time.perf_counter()
         conn.execute("VACUUM ANALYZE cachecore_trail, cachecore_citation, cachecore_section, cachecore_sectionchunk")
         stats["vacuum_analyze_s"] = round(time.perf_counter() - t0, 2)

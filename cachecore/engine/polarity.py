@@ -5,6 +5,7 @@ not share a trail. Pure word-level rules: negation parity and antonym pairs."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -65,15 +66,19 @@ def negation_count(text: str) -> int:
     return count
 
 
-def _stems(text: str) -> tuple[set[str], str]:
-    tokens = _tokens(text)
-    return {stem(t) for t in tokens}, " ".join(stem(t) for t in tokens)
+def _stemmed_term(term: str) -> str:
+    return " ".join(stem(w) for w in term.split())
 
 
-def _has(term: str, stems: set[str], phrase: str) -> bool:
-    if " " in term:
-        return f" {' '.join(stem(w) for w in term.split())} " in f" {phrase} "
-    return stem(term) in stems
+# Stemmed once: the guard runs on every candidate of every recall.
+_STEMMED_ANTONYMS = [(x, y, _stemmed_term(x), _stemmed_term(y)) for x, y in ANTONYMS]
+
+
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> frozenset[str]:
+    """The text's stemmed words and stemmed two-word phrases (antonyms are one or two words)."""
+    stems = [stem(t) for t in _tokens(text)]
+    return frozenset(stems) | frozenset(f"{a} {b}" for a, b in zip(stems, stems[1:]))
 
 
 def _content_words(text: str) -> set[str]:
@@ -88,11 +93,9 @@ def polarity_conflict(a: str, b: str) -> str | None:
         ca, cb = _content_words(a), _content_words(b)
         if len(ca & cb) / max(1, len(ca | cb)) >= NEGATION_MIN_OVERLAP:
             return "negation differs"
-    stems_a, phrase_a = _stems(a)
-    stems_b, phrase_b = _stems(b)
-    for x, y in ANTONYMS:
-        a_x, a_y = _has(x, stems_a, phrase_a), _has(y, stems_a, phrase_a)
-        b_x, b_y = _has(x, stems_b, phrase_b), _has(y, stems_b, phrase_b)
+    terms_a, terms_b = _terms(a), _terms(b)
+    for x, y, sx, sy in _STEMMED_ANTONYMS:
+        a_x, a_y, b_x, b_y = sx in terms_a, sy in terms_a, sx in terms_b, sy in terms_b
         if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
             return f"{x} vs {y}"
     return None
