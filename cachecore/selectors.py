@@ -3,8 +3,9 @@ lives here too."""
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -58,6 +59,12 @@ class Candidate:
     trail_id: str
     similarity: float
     query_normalised: str
+    steps: list[object] = field(default_factory=list, compare=False, repr=False)
+
+
+def _json(value: object) -> list[object]:
+    # A raw cursor may hand jsonb back as text, depending on the driver's loaders.
+    return json.loads(value) if isinstance(value, str) else (value or [])  # type: ignore[return-value]
 
 
 _scope_sizes: dict[tuple[str, str], tuple[int, float]] = {}
@@ -120,22 +127,24 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
             # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
             # each distance once (sorting by a second copy of the expression costs ~20%).
             cur.execute(
-                "SELECT id, distance, query_normalised FROM (SELECT id, embedding <=> %s::vector AS distance, "
-                f"query_normalised FROM cachecore_trail {where} OFFSET 0) s ORDER BY distance LIMIT %s",
+                "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, distance, query_normalised "
+                "FROM (SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
+                f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
                 [vector, tenant.pk, scope, timezone.now(), limit],
             )
         else:
             # One round trip: the settings and the query travel together (client-side binding).
             cur.execute(
                 f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                f"SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail {where} "
-                "ORDER BY embedding <=> %s::vector LIMIT %s",
+                "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, embedding <=> %s::vector "
+                f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> %s::vector "
+                "LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
                 [vector, tenant.pk, scope, timezone.now(), vector, limit],
             )
             while cur.description is None and cur.nextset():
                 pass
         rows = cur.fetchall()
-    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2]) for r in rows]
+    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3])) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
     return candidates
 

@@ -51,6 +51,7 @@ class _Checked:
     similarity: float
     cited: list[selectors.CitedSection]
     states: list[SectionState]
+    steps: list[Any]
 
     @property
     def valid(self) -> list[selectors.CitedSection]:
@@ -163,7 +164,7 @@ def recall(
             if classify(states, coverage=None, coverage_floor=0).stale:
                 stale_ids.append(candidate.trail_id)
             else:
-                checked.append(_Checked(candidate.trail_id, candidate.similarity, cited, states))
+                checked.append(_Checked(candidate.trail_id, candidate.similarity, cited, states, candidate.steps))
         if stale_ids:
             Trail.objects.filter(pk__in=stale_ids, status=TrailStatus.ACTIVE).update(
                 status=TrailStatus.STALE, status_changed_at=timezone.now()
@@ -213,7 +214,7 @@ def _answer(
     result.trail_id = best.trail_id
     result.escalated = decision.escalated
     result.coverage = round(coverage, 4) if coverage is not None else None
-    result.steps = Trail.objects.only("steps").get(pk=best.trail_id).steps
+    result.steps = best.steps
     contributing = [best.trail_id] + [o.trail_id for o in others if any(c in extra for c in o.valid)]
     result.trails = contributing
     if decision.outcome is Outcome.PREFETCH:
