@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import models, transaction
 
 from cachecore import services
 from cachecore.embedding import get_embedder
@@ -88,7 +88,11 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         name = name.strip()
         if not sep or name not in SETTINGS_FIELDS:
             raise ValueError(f"--set expects FIELD=VALUE with FIELD one of {', '.join(SETTINGS_FIELDS)}; got {item!r}")
-        out[name] = Tenant._meta.get_field(name).to_python(raw.strip())
+        field = Tenant._meta.get_field(name)
+        value = raw.strip()
+        if isinstance(field, models.BooleanField):
+            value = {"true": "True", "false": "False"}.get(value.lower(), value)
+        out[name] = field.to_python(value)
     return out
 
 
