@@ -1,6 +1,10 @@
 """Matching: merged trails and the polarity guard, through the API."""
 
+import importlib
+
 from cachecore.models import RecallEvent
+
+recall_service = importlib.import_module("cachecore.services.recall")  # the module, not the function
 
 SECTIONS = {
     "2fa#enable": "To turn on two-factor authentication, open Account, Security and scan the QR code.",
@@ -28,7 +32,8 @@ def test_without_the_guard_the_opposite_question_hits(make_caller):
     assert caller.recall("How do I disable two-factor authentication?")["outcome"] != "miss"
 
 
-def test_merged_trails_serve_the_union_of_valid_sections_best_first(caller):
+def test_merged_trails_serve_the_union_of_valid_sections_best_first(caller, monkeypatch):
+    monkeypatch.setattr(recall_service, "MERGE_SIMILARITY_MARGIN", 1.0)  # merge every matching trail
     caller.upsert(SECTIONS)
     first = caller.record(query="How do I install Acme on Debian?", cited=["install#debian",
                                                                           "install#requirements"]).json()
@@ -45,6 +50,15 @@ def test_merged_trails_serve_the_union_of_valid_sections_best_first(caller):
     body = caller.recall("How do I install Acme on Debian?")
     assert [s["id"] for s in body["sections"]] == ["install#debian", "install#requirements"]
     assert body["trails"] == [first["trail_id"]]
+
+
+def test_only_near_equals_of_the_best_trail_are_merged(caller):
+    caller.upsert(SECTIONS)
+    best = caller.record(query="How do I install Acme on Debian?", cited=["install#debian"]).json()
+    caller.record(query="What does Acme need to run on Ubuntu servers?", cited=["install#ubuntu"])
+    body = caller.recall("How do I install Acme on Debian?")
+    assert body["outcome"] == "prefetch" and body["trails"] == [best["trail_id"]]
+    assert [s["id"] for s in body["sections"]] == ["install#debian"]
 
 
 def test_merging_off_serves_only_the_best_trail(make_caller):
