@@ -204,16 +204,6 @@ def trails_for_tenant(*, tenant: Tenant) -> QuerySet[Trail]:
     return Trail.objects.filter(tenant=tenant)
 
 
-def trails_citing(*, tenant: Tenant, section_id: str) -> QuerySet[Trail]:
-    return Trail.objects.filter(tenant=tenant, citations__section_id=section_id).distinct()
-
-
-def citations_for_trail(*, trail: Trail) -> list[Citation]:
-    return list(trail.citations.all())
-
-
-# ---- stats ----------------------------------------------------------------------------------
-
 def _rate(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
