@@ -56,6 +56,20 @@ class ApiCaller:
         return response.json()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_stray_test_database_sessions(django_db_setup: None, django_db_blocker: Any) -> Any:
+    """Background threads of some tests (live servers, workers) can still be closing their
+    connection when the session ends; end them so the test database can always be dropped."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cur:
+        cur.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture
 def make_tenant(db: None) -> Callable[..., Tenant]:
     counter = {"n": 0}
