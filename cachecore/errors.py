@@ -53,3 +53,17 @@ class Unavailable(DomainError):
 
     status_code = 503
     code = "unavailable"
+
+
+class ExportNotReady(DomainError):
+    """The export's file is not written yet."""
+
+    status_code = 409
+    code = "not_ready"
+
+
+class ExportGone(DomainError):
+    """The export's file was deleted by retention."""
+
+    status_code = 410
+    code = "gone"

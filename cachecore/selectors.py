@@ -204,6 +204,18 @@ def trails_for_tenant(*, tenant: Tenant) -> QuerySet[Trail]:
     return Trail.objects.filter(tenant=tenant)
 
 
+def _outcome_counts() -> dict[str, Count]:
+    """Recall counts by outcome, for one aggregate (a tenant) or one annotation (per tenant)."""
+    return {
+        "recalls": Count("id"),
+        "prefetch": Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
+        "hint": Count("id", filter=Q(outcome=RecallOutcome.HINT)),
+        "miss": Count("id", filter=Q(outcome=RecallOutcome.MISS)),
+        "stale": Count("id", filter=Q(miss_reason=MissReason.STALE)),
+        "escalated": Count("id", filter=Q(escalated=True)),
+    }
+
+
 def _rate(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
@@ -230,12 +242,7 @@ def stats_for_tenant(
     if until:
         events = events.filter(created_at__lt=until)
     agg = events.aggregate(
-        recalls=Count("id"),
-        prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
-        hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
-        miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
-        stale=Count("id", filter=Q(miss_reason=MissReason.STALE)),
-        escalated=Count("id", filter=Q(escalated=True)),
+        **_outcome_counts(),
         feedback_positive=Count("id", filter=Q(feedback=True)),
         feedback_negative=Count("id", filter=Q(feedback=False)),
         served_cited_sum=Sum("served_cited", filter=Q(served_cited__isnull=False)),
@@ -317,14 +324,7 @@ def stats_all_tenants(*, since: datetime | None = None) -> dict[str, object]:
     if since:
         events = events.filter(created_at__gte=since)
     per_tenant = {
-        r["tenant"]: r for r in events.values("tenant").annotate(
-            recalls=Count("id"),
-            prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
-            hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
-            miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
-            stale=Count("id", filter=Q(miss_reason=MissReason.STALE)),
-            escalated=Count("id", filter=Q(escalated=True)),
-        ).order_by()
+        r["tenant"]: r for r in events.values("tenant").annotate(**_outcome_counts()).order_by()
     }
     trail_counts: dict[object, dict[str, int]] = {}
     for tenant_id, status, n in Trail.objects.values_list("tenant", "status").annotate(n=Count("id")).order_by():

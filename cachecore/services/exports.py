@@ -20,7 +20,7 @@ from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from cachecore.errors import DomainError, InvalidInput
+from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
@@ -32,16 +32,6 @@ COLUMNS = ("trail_id", "query", "scope", "subject", "status", "created", "expire
 BATCH = 2000
 # Cells a spreadsheet would run as a formula get a leading apostrophe (CSV only).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-class ExportGone(DomainError):
-    status_code = 410
-    code = "gone"
-
-
-class ExportNotReady(DomainError):
-    status_code = 409
-    code = "not_ready"
 
 
 def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
