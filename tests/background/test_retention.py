@@ -59,7 +59,7 @@ def test_recall_log_is_deleted_after_its_retention_but_rolled_up_first(make_tena
     assert DailyStat.objects.get(tenant=tenant).prefetch == 1
 
 
-def test_query_text_is_redacted_after_query_retention_and_the_trail_keeps_matching(make_tenant):
+def test_query_text_is_redacted_after_query_retention_and_the_trail_stays_active_with_its_embedding(make_tenant):
     tenant = make_tenant(query_retention_days=30, trail_ttl_days=365)
     start = timezone.now()
     with time_machine.travel(start, tick=False):
@@ -77,6 +77,45 @@ def test_query_text_is_redacted_after_query_retention_and_the_trail_keeps_matchi
     assert trail.status == TrailStatus.ACTIVE
     assert list(trail.embedding) == embedding_before
     assert event.query == ""
+
+
+CONFIG_TEXT = "Acme reads its configuration from /etc/acme/acme.toml."
+CONFIG_QUERY = "Where does Acme read its configuration from?"
+# Same need, few shared trigrams (cosine 0.88, trigram similarity 0.22 with CONFIG_QUERY).
+CONFIG_PARAPHRASE = "In which file is the acme config stored?"
+
+
+def _record_then_redact(caller) -> str:
+    """A trail recorded through the API, then a sweep 31 days later redacts its query."""
+    caller.upsert({"doc#config": CONFIG_TEXT})
+    trail_id = caller.record(query=CONFIG_QUERY, cited=["doc#config"]).json()["trail_id"]
+    with time_machine.travel(timezone.now() + timedelta(days=31), tick=False):
+        assert tenant_retention_sweep(tenant=caller.tenant).redacted_trail_queries == 1
+    trail = Trail.objects.get(pk=trail_id)
+    assert trail.query == "" and trail.query_normalised == "" and trail.query_redacted_at is not None
+    return trail_id
+
+
+def test_a_redacted_trail_is_still_recalled_by_its_embedding(make_caller):
+    caller = make_caller(query_retention_days=30, trail_ttl_days=365)
+    trail_id = _record_then_redact(caller)
+    served = caller.recall(CONFIG_QUERY)
+    assert served["outcome"] == "prefetch" and served["trail_id"] == trail_id
+    assert served["sections"] == [{"id": "doc#config", "status": "valid", "text": CONFIG_TEXT}]
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_the_trigram_match_modes_treat_a_redacted_trail_as_embedding_only(make_caller, mode):
+    caller = make_caller(query_retention_days=30, trail_ttl_days=365, match_mode=mode)
+    if mode == "lexical":  # with its words, the paraphrase is too far from the trail's question by trigrams
+        caller.upsert({"doc#config": CONFIG_TEXT})
+        unredacted = caller.record(query=CONFIG_QUERY, cited=["doc#config"]).json()["trail_id"]
+        assert caller.recall(CONFIG_PARAPHRASE)["outcome"] == "miss"
+        Trail.objects.filter(pk=unredacted).delete()
+    trail_id = _record_then_redact(caller)
+    # No words left to compare: the empty query matches nothing by trigrams, the embedding decides.
+    served = caller.recall(CONFIG_PARAPHRASE)
+    assert served["outcome"] in {"prefetch", "hint"} and served["trail_id"] == trail_id
 
 
 def test_retention_follows_each_tenants_own_settings(make_tenant):
