@@ -1,0 +1,41 @@
+"""Small pure statistics helpers for the research commands (no Django, no numpy)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Z95 = 1.959963984540054   # two-sided 95 % normal quantile
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval (no continuity correction) for ``k`` successes in ``n`` trials.
+
+    ``n == 0`` → ``(0.0, 1.0)`` (nothing is known)."""
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n; got k={k}, n={n}")
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(k: int, n: int, digits: int = 4) -> dict[str, float | int | list[float] | None]:
+    """``{"k", "n", "rate", "ci95": [lo, hi]}`` for a count out of ``n`` (rate ``None`` when n = 0)."""
+    lo, hi = wilson(k, n)
+    return {"k": k, "n": n, "rate": round(k / n, digits) if n else None, "ci95": [round(lo, digits), round(hi, digits)]}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolation percentile (numpy's default), ``q`` in [0, 100]; ``None`` if empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
