@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from api import serializers as s
 from cachecore import selectors, services
-from cachecore.errors import ScopeForbidden
+from cachecore.errors import NotFound, ScopeForbidden
 from cachecore.models import Trail
 from tenants.models import ApiKey, Tenant
 
@@ -46,8 +46,6 @@ class TenantAPIView(APIView):
 
     def trail_visible(self, trail: Trail) -> Trail:
         if not self.key.allows_scope(trail.scope):
-            from cachecore.errors import NotFound
-
             raise NotFound("trail not found")
         return trail
 
@@ -137,7 +135,8 @@ class FeedbackView(TenantAPIView):
     def post(self, request: Request, recall_id: str) -> Response:
         data = _validated(s.FeedbackSerializer, request)
         event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
-        self.require_scope(event.scope)
+        if not self.key.allows_scope(event.scope):  # like a trail outside the key's scopes: not there
+            raise NotFound("recall not found")
         services.feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"])
         return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
 

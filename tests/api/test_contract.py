@@ -32,7 +32,26 @@ ENDPOINTS = [
     ("post", "/api/v1/recalls/00000000-0000-0000-0000-000000000000/feedback", {"accepted": True}),
     ("get", "/api/v1/stats", None),
     ("delete", "/api/v1/subjects/someone", None),
+    ("post", "/api/v1/exports", {"format": "csv"}),
+    ("get", "/api/v1/exports/00000000-0000-0000-0000-000000000000", None),
+    ("get", "/api/v1/exports/00000000-0000-0000-0000-000000000000/download", None),
 ]
+
+
+def test_the_401_list_covers_every_api_route():
+    """A new endpoint must join ENDPOINTS (and so the 401 check) to pass this."""
+    from api.urls import urlpatterns
+
+    open_routes = {"schema/", "docs/"}
+    routes = {str(p.pattern) for p in urlpatterns} - open_routes
+    listed = set()
+    for _method, url, _body in ENDPOINTS:
+        path = url.removeprefix("/api/v1/")
+        for pattern in urlpatterns:
+            if pattern.resolve(path) is not None:
+                listed.add(str(pattern.pattern))
+                break
+    assert routes - listed == set()
 
 
 @pytest.mark.django_db
