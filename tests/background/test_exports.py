@@ -122,6 +122,32 @@ def test_a_scope_limited_key_may_not_export(make_caller):
     limited = make_caller(scopes=["group:a"])
     response = limited.post("/api/v1/exports", {"format": "csv"})
     assert response.status_code == 403
+    assert not Job.objects.exists()
+
+
+def test_a_scope_limited_key_may_not_read_the_status_or_download_of_its_tenants_export(caller, make_caller,
+                                                                                    run_jobs):
+    limited = make_caller(tenant=caller.tenant, scopes=["group:a"])
+    make_trail(caller.tenant, query="in scope b", scope="group:b")
+    export_id = caller.post("/api/v1/exports", {"format": "csv"}).json()["export_id"]
+    run_jobs()
+    assert caller.get(f"/api/v1/exports/{export_id}/download").status_code == 200
+    for url in (f"/api/v1/exports/{export_id}", f"/api/v1/exports/{export_id}/download"):
+        response = limited.get(url)
+        assert response.status_code == 403 and response.json()["error"] == "scope_forbidden", url
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_export_holds_no_other_tenants_rows(caller, outsider, run_jobs, fmt):
+    make_trail(caller.tenant, query="ours", subject="alice", cited=["doc#ours"])
+    for status in TrailStatus.values:  # the other tenant has rows of every kind the filters could pick
+        make_trail(outsider.tenant, query=f"theirs {status}", subject="alice", status=status, cited=["doc#theirs"])
+    for body in ({"format": fmt}, {"format": fmt, "subject": "alice", "scope": "default"}):
+        export_id = caller.post("/api/v1/exports", body).json()["export_id"]
+        run_jobs()
+        content = _download(caller, export_id)
+        assert "theirs" not in content and "ours" in content, body
+        assert Job.objects.get(pk=export_id).result["rows"] == 1
 
 
 def test_download_before_done_is_409(caller):
