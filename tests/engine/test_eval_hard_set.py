@@ -1,0 +1,98 @@
+"""Sanity checks for the hand-written hard set tests/data/eval/python_faq_hard.jsonl."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "eval"
+BASE = EVAL_DIR / "python_faq.jsonl"
+HARD = EVAL_DIR / "python_faq_hard.jsonl"
+KINDS = {"parameter", "object", "version", "direction", "false_premise", "comparison", "other"}
+
+
+def _load(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:  # pragma: no cover - failure path
+                pytest.fail(f"{path.name} line {lineno} is not valid JSON: {exc}")
+    return rows
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip().lower())
+
+
+@pytest.fixture(scope="module")
+def base():
+    return _load(BASE)
+
+
+@pytest.fixture(scope="module")
+def hard():
+    return _load(HARD)
+
+
+def _twins(hard):
+    return [t for row in hard for t in row["twins"]]
+
+
+def test_one_line_per_faq_entry_in_order(base, hard):
+    assert len(hard) == 178
+    assert [r["id"] for r in hard] == [r["id"] for r in base]
+
+
+def test_row_shape(hard):
+    for row in hard:
+        assert set(row) == {"id", "paraphrases_extra", "twins"}, row["id"]
+        assert isinstance(row["twins"], list) and row["twins"], row["id"]
+        for t in row["twins"]:
+            assert set(t) == {"question", "kind", "answered_by_source", "why"}, row["id"]
+            assert isinstance(t["question"], str) and t["question"].strip(), row["id"]
+            assert isinstance(t["why"], str) and t["why"].strip(), row["id"]
+            assert isinstance(t["answered_by_source"], bool), row["id"]
+            assert t["kind"] in KINDS, (row["id"], t["kind"])
+
+
+def test_twin_counts(hard):
+    twins = _twins(hard)
+    assert len(twins) >= 238
+    assert sum(len(r["twins"]) >= 2 for r in hard) >= 60
+    assert sum(not t["answered_by_source"] for t in twins) >= 150
+    kinds = Counter(t["kind"] for t in twins)
+    for kind in KINDS:
+        assert kinds[kind] >= 20, (kind, kinds[kind])
+
+
+def test_twins_are_new_questions(base, hard):
+    existing = set()
+    for row in base:
+        existing.add(_norm(row["question"]))
+        existing.update(_norm(x) for x in row["paraphrases"] + row["distinct"])
+    seen = set()
+    for row in hard:
+        for t in row["twins"]:
+            key = _norm(t["question"])
+            assert key not in existing, (row["id"], t["question"])
+            assert key not in seen, (row["id"], t["question"])
+            seen.add(key)
+
+
+def test_one_new_paraphrase_per_entry(base, hard):
+    by_id = {r["id"]: r for r in base}
+    for row in hard:
+        extra = row["paraphrases_extra"]
+        assert isinstance(extra, list) and len(extra) == 1, row["id"]
+        assert isinstance(extra[0], str) and extra[0].strip(), row["id"]
+        orig = by_id[row["id"]]
+        old = {_norm(p) for p in orig["paraphrases"]} | {_norm(orig["question"])}
+        assert _norm(extra[0]) not in old, row["id"]
