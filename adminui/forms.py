@@ -56,7 +56,7 @@ class TenantSettingsForm(forms.Form):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.fields.update(fields_for_model(Tenant, fields=CONSOLE_SETTINGS_FIELDS, formfield_callback=_formfield))
-        for name in ("similarity_threshold", "coverage_floor"):
+        for name in ("similarity_threshold", "prefetch_confidence", "hint_confidence", "coverage_floor"):
             self.fields[name].widget.attrs.update({"step": "0.01", "min": "0", "max": "1"})
         for field in self.fields.values():
             if not isinstance(field.widget, forms.CheckboxInput):

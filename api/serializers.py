@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from cachecore.engine import limits
+from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
 
 
@@ -131,13 +132,23 @@ class RecallSerializer(serializers.Serializer):
 
 class RecallSectionSerializer(serializers.Serializer):
     id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["valid", "changed", "missing"])
+    status = serializers.ChoiceField(choices=["valid", "changed", "missing", "unverified"])
     text = serializers.CharField(required=False)
 
 
 class RecallResultSerializer(serializers.Serializer):
     recall_id = serializers.UUIDField()
     outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
+    reason = serializers.ChoiceField(
+        choices=[r.value for r in Reason],
+        help_text="Why: match (prefetch); low_confidence, ambiguous, polarity, changed, unverified, hash_only, "
+        "low_coverage (hint); no_candidate, no_match, stale (miss).",
+    )
+    confidence = serializers.FloatField(
+        min_value=0, max_value=1,
+        help_text="Calibrated probability that the answer's trail asks the same thing as the query (0 when "
+        "nothing was close).",
+    )
     trail_id = serializers.UUIDField(allow_null=True)
     similarity = serializers.FloatField(allow_null=True)
     coverage = serializers.FloatField(allow_null=True)

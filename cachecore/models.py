@@ -26,6 +26,9 @@ class Section(models.Model):
     sha256 = models.CharField(max_length=64)
     token_count = models.PositiveIntegerField(default=0)
     chunks_ready = models.BooleanField(default=False)
+    # Distinct content terms of the text (engine.evidence.section_terms): recall asks which of
+    # the query's terms a cited section holds; document frequencies count them.
+    terms = ArrayField(models.TextField(), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -41,6 +44,23 @@ class Section(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+
+class TermFrequency(models.Model):
+    """How many of a tenant's sections hold a term (document frequency, for IDF). The row with
+    the empty term counts the tenant's sections. Kept in step by the sections service."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    term = models.TextField(blank=True)
+    sections = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "term"], name="termfrequency_unique_term"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term or '(sections)'}: {self.sections}"
 
 
 class SectionChunk(models.Model):
@@ -173,6 +193,9 @@ class RecallEvent(models.Model):
     trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls")
     outcome = models.CharField(max_length=16, choices=RecallOutcome.choices)
     miss_reason = models.CharField(max_length=16, choices=MissReason.choices, blank=True)
+    # The answer's reason (engine.decide.Reason) and the calibrated confidence of its trail.
+    reason = models.CharField(max_length=32, blank=True)
+    confidence = models.FloatField(null=True)
     similarity = models.FloatField(null=True)
     coverage = models.FloatField(null=True)
     escalated = models.BooleanField(default=False)

@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import Count, Func, Q, QuerySet, Sum
 from django.utils import timezone
 
+from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
 from cachecore.models import Citation, MissReason, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
 from tenants.models import Tenant
@@ -157,25 +158,60 @@ class CitedSection:
     text: str | None
     token_count: int
     pk: int | None
+    # Which of the given query terms the section's text holds (empty when none were asked).
+    query_terms: frozenset[str] = frozenset()
+    # Best cosine of the query against the section's chunks of its current hash (None: no
+    # query given, or no chunks ready).
+    coverage: float | None = None
 
 
-def cited_sections_for_trails(*, trail_ids: list[str]) -> dict[str, list[CitedSection]]:
+def cited_sections_for_trails(
+    *, trail_ids: list[str], query_terms: list[str] | None = None, embedding: np.ndarray | None = None
+) -> dict[str, list[CitedSection]]:
     """Each trail's citations with each section's current hash and text, in citation order,
-    from one statement (one snapshot): the text served always belongs to the hash checked."""
+    from one statement (one snapshot): the text served always belongs to the hash checked.
+    With ``query_terms``, also which of them each section's text holds; with the query's
+    ``embedding``, its coverage by each section's chunks."""
     by_trail: dict[str, list[CitedSection]] = {str(t): [] for t in trail_ids}
     if not trail_ids:
         return by_trail
+    terms = query_terms or []
+    coverage = (
+        "(SELECT max(1 - (ch.embedding <=> %s::vector)) FROM cachecore_sectionchunk ch "
+        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256)" if embedding is not None else "NULL::float8"
+    )
+    params: list[object] = [terms, terms, terms]
+    if embedding is not None:
+        params.append(_vector_literal(embedding))
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id "
+            "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
+            "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
+            "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
+            f"{coverage} "
             "FROM cachecore_citation c LEFT JOIN cachecore_section s "
             "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
             "WHERE c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
-            [[str(t) for t in trail_ids]],
+            [*params, [str(t) for t in trail_ids]],
         )
         for r in cur.fetchall():
-            by_trail[str(r[0])].append(CitedSection(r[1], r[2], r[3], r[4], r[5] or 0, r[6]))
+            by_trail[str(r[0])].append(CitedSection(
+                r[1], r[2], r[3], r[4], r[5] or 0, r[6], frozenset(r[7] or ()),
+                float(r[8]) if r[8] is not None else None,
+            ))
     return by_trail
+
+
+def term_frequencies(*, tenant: Tenant, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """How many sections the tenant has, and how many hold each of ``terms`` (absent: none)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT term, sections FROM cachecore_termfrequency WHERE tenant_id = %s AND term = ANY(%s::text[])",
+            [tenant.pk, [SECTION_COUNT_TERM, *terms]],
+        )
+        rows = dict(cur.fetchall())
+    total = int(rows.pop(SECTION_COUNT_TERM, 0))
+    return total, {k: int(v) for k, v in rows.items()}
 
 
 def cited_sections_now(*, trail_id: str) -> list[CitedSection]:

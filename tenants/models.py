@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 
 class AdmissionPolicy(models.TextChoices):
@@ -19,6 +19,10 @@ class AdmissionPolicy(models.TextChoices):
 # Defaults calibrated on tests/data/paraphrase_pairs.jsonl (see tests/cachecore/test_calibration.py).
 DEFAULT_SIMILARITY_THRESHOLD = 0.51
 DEFAULT_COVERAGE_FLOOR = 0.32
+# Confidence bands of the calibrated match scorer (cachecore/engine/match_scorer.json, chosen on
+# the calibration split; tests/cachecore/test_match_scorer.py keeps these equal to the file's).
+DEFAULT_PREFETCH_CONFIDENCE = 0.8
+DEFAULT_HINT_CONFIDENCE = 0.2
 
 
 class MatchMode(models.TextChoices):
@@ -57,6 +61,15 @@ class Tenant(models.Model):
     coverage_floor = models.FloatField(
         default=DEFAULT_COVERAGE_FLOOR, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="A would-be prefetch whose sections cover the query less than this becomes an escalated hint.",
+    )
+    prefetch_confidence = models.FloatField(
+        default=DEFAULT_PREFETCH_CONFIDENCE, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="A match serves text (prefetch) only when the calibrated confidence that it is the same "
+        "question reaches this; below, it is a hint.",
+    )
+    hint_confidence = models.FloatField(
+        default=DEFAULT_HINT_CONFIDENCE, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Below this confidence a similar trail is not mentioned at all (miss).",
     )
     default_budget_tokens = models.PositiveIntegerField(
         default=2000, validators=[MinValueValidator(1), MaxValueValidator(100_000)],
@@ -103,6 +116,11 @@ class Tenant(models.Model):
                 name="tenant_coverage_floor_range",
             ),
             models.CheckConstraint(
+                condition=Q(hint_confidence__gte=0) & Q(hint_confidence__lte=F("prefetch_confidence"))
+                & Q(prefetch_confidence__lte=1),
+                name="tenant_confidence_bands",
+            ),
+            models.CheckConstraint(
                 condition=Q(default_budget_tokens__gte=1) & Q(default_budget_tokens__lte=100_000),
                 name="tenant_default_budget_range",
             ),
@@ -113,6 +131,11 @@ class Tenant(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        if self.hint_confidence is not None and self.prefetch_confidence is not None \
+                and self.hint_confidence > self.prefetch_confidence:
+            from django.core.exceptions import ValidationError
+
+            raise ValidationError({"hint_confidence": "The hint band must start at or below the prefetch confidence."})
         if self.resolver_url:
             from urllib.parse import urlparse
 

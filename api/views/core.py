@@ -126,7 +126,9 @@ class RecallView(TenantAPIView):
             tenant=self.tenant, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
         )
-        return Response(asdict(result))
+        body = asdict(result)
+        del body["explain"]
+        return Response(body)
 
 
 class FeedbackView(TenantAPIView):

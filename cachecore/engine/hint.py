@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# What the agent should know when the match itself is in doubt (the recall's ``reason``).
+_CAUTION = {
+    "low_confidence": "It may not be the same question: search as well, and use these only if they answer it.",
+    "ambiguous": "Several earlier questions come close and cited different sections: check which one fits.",
+    "polarity": "The earlier question asked the opposite of this one: search for this one.",
+}
+
 
 def _ids(ids: Sequence[str]) -> str:
     return ", ".join(ids)
@@ -17,6 +24,7 @@ def hint_text(
     unverified: Sequence[str] = (),
     escalated: bool = False,
     hash_only: bool = False,
+    reason: str = "",
 ) -> str:
     parts = ["A similar question was answered before"]
     if valid:
@@ -30,6 +38,8 @@ def hint_text(
     text = "; ".join(parts) + "."
     if escalated:
         text += " Those sections are on topic but may not answer this exact question: search as well."
+    if reason in _CAUTION:
+        text += " " + _CAUTION[reason]
     if hash_only:
         text += " Their text is not stored here: read them from your index."
     return text

@@ -1,39 +1,47 @@
-"""Recall: the nearest active trail, verified by content hash, as prefetch, hint or miss."""
+"""Recall: read → resolve → decide → write.
+
+1. **Read** the nearest active trails of the scope, their cited sections' current hash and
+   text with the query's chunk coverage (one statement, one snapshot), and the document
+   frequencies of the query's terms — in one read-only snapshot.
+2. **Resolve** sections the tenant does not mirror with its resolver (an HTTP call, outside any
+   database transaction), and score the top candidates with the pair model.
+3. **Decide** in the engine (``engine/decide.py``): a pure function holds every threshold, band
+   and margin and returns the outcome, reason, confidence and sections.
+4. **Write** in one short statement: stale marks, hit counters and the recall log entry.
+"""
 
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from cachecore import resolver, selectors
+from cachecore import pairmodel, resolver, selectors
 from cachecore.embedding import get_embedder
-from cachecore.engine.budget import fit_to_budget
-from cachecore.engine.hint import hint_text
-from cachecore.engine.outcome import Outcome, SectionState, classify, section_state
-from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, default_scorer, trigram_similarity
-from cachecore.engine.polarity import polarity_conflict
-from cachecore.engine.text import content_hash, normalise_query
-from cachecore.models import (
-    MissReason,
-    RecallEvent,
-    Trail,
-    TrailStatus,
-)
+from cachecore.engine.decide import Candidate, Cited, Policy, RecallDecision, decide
+from cachecore.engine.evidence import FEATURES, Idf
+from cachecore.engine.outcome import Outcome
+from cachecore.engine.pairfeatures import content_words, default_scorer
+from cachecore.engine.scorer import default_match_scorer
+from cachecore.engine.text import normalise_query
+from cachecore.models import MissReason
 from tenants.models import MatchMode, Tenant
 
-# Trails merged into a recall are within this much cosine of the best one.
-MERGE_SIMILARITY_MARGIN = 0.05
+# Candidates read per recall, and how many of the best (by cosine) the pair model reads.
+CANDIDATES = 5
+PAIR_MODEL_CANDIDATES = 2
 
 
 @dataclass
 class RecallResult:
     recall_id: str
     outcome: str
+    reason: str = ""
+    confidence: float = 0.0
     trail_id: str | None = None
     similarity: float | None = None
     coverage: float | None = None
@@ -44,37 +52,54 @@ class RecallResult:
     hint: str | None = None
     # Every trail that contributed sections (the best first); more than one when merged.
     trails: list[str] = field(default_factory=list)
+    # Only with explain=True (studies): each qualifying candidate's evidence. Never in the API.
+    explain: list[dict[str, Any]] | None = None
+
+
+def tenant_policy(tenant: Tenant) -> Policy:
+    """The engine's view of the tenant's matching settings."""
+    return Policy(
+        scorer=default_match_scorer(),
+        similarity_threshold=tenant.similarity_threshold,
+        prefetch_confidence=tenant.prefetch_confidence,
+        hint_confidence=tenant.hint_confidence,
+        coverage_floor=tenant.coverage_floor,
+        match_mode=tenant.match_mode,
+        polarity_guard=tenant.polarity_guard,
+        merge_trails=tenant.merge_trails,
+        learned_scorer=default_scorer() if tenant.match_mode == MatchMode.LEARNED else None,
+    )
 
 
 @dataclass
-class _Checked:
-    """A candidate trail with the state of each cited section now."""
-
-    trail_id: str
-    similarity: float
-    cited: list[selectors.CitedSection]
-    states: list[SectionState]
-    steps: list[Any]
-
-    @property
-    def valid(self) -> list[selectors.CitedSection]:
-        return [c for c, s in zip(self.cited, self.states) if s is SectionState.VALID]
-
-    def ids_in(self, state: SectionState) -> list[str]:
-        return [c.section_id for c, s in zip(self.cited, self.states) if s is state]
+class _Read:
+    candidates: list[selectors.Candidate]
+    cited: dict[str, list[selectors.CitedSection]]
+    idf: Idf
 
 
-def _verified_hash(cited: selectors.CitedSection) -> str | None:
-    """The section's current hash, checked against the text itself: text that does not hash
-    to it (never expected) counts as changed, so it can never be served."""
-    if cited.text is None or cited.current_hash is None or content_hash(cited.text) == cited.current_hash:
-        return cited.current_hash
-    return ""
+def _read(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
+    candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=CANDIDATES)
+    cited = selectors.cited_sections_for_trails(trail_ids=[c.trail_id for c in candidates], query_terms=terms,
+                                                embedding=embedding)
+    sections, df = selectors.term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
+    return _Read(candidates, cited, Idf(sections, df))
+
+
+def _read_snapshot(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
+    """Every read in one snapshot: a read-only repeatable-read transaction of its own (inside
+    a caller's transaction, the reads simply join it)."""
+    if connection.in_atomic_block:
+        return _read(tenant=tenant, scope=scope, embedding=embedding, terms=terms)
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return _read(tenant=tenant, scope=scope, embedding=embedding, terms=terms)
 
 
 def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.CitedSection]]) -> set[str]:
-    """Fill in, from the tenant's resolver, sections not mirrored here (one batched call).
-    Returns the ids that could not be verified (resolver down): they can only hint."""
+    """Fill in, from the tenant's resolver, sections not mirrored here (one batched call, no
+    database transaction open). Returns the ids that could not be verified (resolver down)."""
     if not tenant.resolver_url:
         return set()
     remote = sorted({c.section_id for cited in cited_by_trail.values() for c in cited if c.current_hash is None})
@@ -95,154 +120,117 @@ def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.
     return set()
 
 
-def _matching_candidates(
-    *, tenant: Tenant, query_normalised: str, candidates: list[selectors.Candidate]
-) -> tuple[list[selectors.Candidate], bool]:
-    """Candidates that match by the tenant's match mode and pass the polarity guard, best
-    first; and whether the guard turned away any that matched.
+def _pair_scores(*, policy: Policy, query: str, candidates: list[Candidate]) -> dict[str, float]:
+    """The pair model's probability for the best few candidates that pass the first stage and
+    are not the very same question (whose answer is not in doubt)."""
+    if not policy.scorer.weights[FEATURES.index("pair_model")]:
+        return {}
+    model = pairmodel.get_pair_model()
+    if model is None:
+        return {}
+    from cachecore.engine.decide import first_stage
 
-    embedding: cosine >= similarity_threshold. lexical: pg_trgm-style trigram similarity of the
-    normalised questions >= similarity_threshold. hybrid: the weighted sum of both (weight from
-    the matcher study) >= similarity_threshold. learned: cosine >= the scorer's low first-stage
-    threshold, then the pair scorer's decision (its own calibrated threshold). A trail whose
-    query text was redacted has only its embedding: it matches by cosine in every mode."""
-    mode = tenant.match_mode
-    threshold = tenant.similarity_threshold
-
-    def matches(c: selectors.Candidate) -> bool:
-        if mode == MatchMode.EMBEDDING or not c.query_normalised:
-            return c.similarity >= threshold
-        if mode == MatchMode.LEARNED:
-            return default_scorer().matches(query_normalised, c.query_normalised, c.similarity)
-        trigram = trigram_similarity(query_normalised, c.query_normalised)
-        if mode == MatchMode.LEXICAL:
-            return trigram >= threshold
-        weight = HYBRID_COSINE_WEIGHT
-        return weight * c.similarity + (1 - weight) * trigram >= threshold
-
-    passing = [c for c in candidates if matches(c)]
-    if not tenant.polarity_guard:
-        return passing, False
-    kept = [c for c in passing if polarity_conflict(query_normalised, c.query_normalised) is None]
-    return kept, len(kept) < len(passing)
+    chosen = [c for c in candidates if c.query_normalised and c.query_normalised != query
+              and first_stage(policy, query, c)][:PAIR_MODEL_CANDIDATES]
+    scores = model.score([(query, c.query_normalised) for c in chosen])
+    return {c.trail_id: s for c, s in zip(chosen, scores)}
 
 
 def recall(
-    *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = ""
+    *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = "",
+    explain: bool = False,
 ) -> RecallResult:
-    """Look up the nearest active trails of the scope; serve sections' current text only if
-    every cited hash of the best trail still matches (prefetch, merged with the valid sections
-    of the other matching trails when the tenant merges), else a hint or a miss. Logged."""
+    """Look up the nearest active trails of the scope; serve sections' current text only when
+    the evidence says it is the same need and every cited hash of the trail still matches
+    (prefetch), else a hint or a miss, with a reason and a confidence. Logged."""
     started = time.perf_counter()
     normalised = normalise_query(query)
     embedding = get_embedder().embed_one(normalised)
-    budget = budget_tokens or tenant.default_budget_tokens
-    result = RecallResult(recall_id="", outcome=Outcome.MISS)
-    miss_reason = MissReason.NO_CANDIDATE
-    served_ids: list[str] = []
+    terms = sorted(content_words(normalised))
+    policy = tenant_policy(tenant)
+    read = _read_snapshot(tenant=tenant, scope=scope, embedding=embedding, terms=terms)
+    unverified = _resolve_remote(tenant=tenant, cited_by_trail=read.cited)
+    candidates = [
+        Candidate(c.trail_id, c.similarity, c.query_normalised, c.steps, tuple(
+            Cited(s.section_id, s.recorded_hash, s.current_hash, s.text, s.token_count, s.pk,
+                  unverified=s.section_id in unverified, query_terms=s.query_terms)
+            for s in read.cited.get(c.trail_id, [])
+        ))
+        for c in read.candidates
+    ]
+    coverage = {s.pk: s.coverage for cited in read.cited.values() for s in cited
+                if s.pk is not None and s.coverage is not None}
+    decision = decide(
+        query=normalised, candidates=candidates, policy=policy,
+        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf, section_coverage=coverage,
+        pair_scores=_pair_scores(policy=policy, query=normalised, candidates=candidates),
+    )
+    latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
+                       latency_ms=latency_ms)
+    return RecallResult(
+        recall_id=str(recall_id), outcome=str(decision.outcome), reason=str(decision.reason),
+        confidence=decision.confidence, trail_id=decision.trail_id, similarity=decision.similarity,
+        coverage=decision.coverage, escalated=decision.escalated, sections=decision.sections,
+        omitted=decision.omitted, steps=decision.steps, hint=decision.hint, trails=decision.trails,
+        explain=_explain(decision) if explain else None,
+    )
+
+
+def _miss_reason(decision: RecallDecision) -> str:
+    if decision.outcome is not Outcome.MISS:
+        return ""
+    if decision.reason == "stale":
+        return MissReason.STALE
+    return MissReason.NO_CANDIDATE
+
+
+def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
+           latency_ms: float) -> uuid.UUID:
+    """Stale marks, hit counters and the log entry in one statement. The recall's writes may be
+    lost in a crash (read-time checks redo a stale mark); not waiting for the WAL flush saves a
+    disk sync."""
+    recall_id = uuid.uuid4()
+    now = timezone.now()
+    hit = decision.trails if decision.outcome is not Outcome.MISS else []
     with transaction.atomic():
-        # The recall's writes (its log entry, hit counters, a stale mark that read-time checks
-        # would redo) may be lost in a crash; not waiting for the WAL flush saves a disk sync.
         with connection.cursor() as cur:
             cur.execute("SET LOCAL synchronous_commit = off")
-        candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
-        if candidates:
-            result.similarity = round(candidates[0].similarity, 4)
-        matching, guarded = _matching_candidates(tenant=tenant, query_normalised=normalised, candidates=candidates)
-        if guarded and not matching:
-            miss_reason = MissReason.GUARD
-        if not tenant.merge_trails:
-            matching = matching[:1]
-        elif matching:
-            # Merge only near-equals of the best match: a trail much further away answers a
-            # neighbouring question (measured: merging everything over the threshold tripled
-            # the evaluation's false hits).
-            matching = [c for c in matching if c.similarity >= matching[0].similarity - MERGE_SIMILARITY_MARGIN]
-        cited_by_trail = selectors.cited_sections_for_trails(trail_ids=[c.trail_id for c in matching])
-        unverified = _resolve_remote(tenant=tenant, cited_by_trail=cited_by_trail)
-        checked: list[_Checked] = []
-        stale_ids: list[str] = []
-        for candidate in matching:
-            cited = cited_by_trail[candidate.trail_id]
-            states = [
-                SectionState.UNVERIFIED if c.section_id in unverified
-                else section_state(recorded_hash=c.recorded_hash, current_hash=_verified_hash(c))
-                for c in cited
-            ]
-            if classify(states, coverage=None, coverage_floor=0).stale:
-                stale_ids.append(candidate.trail_id)
-            else:
-                checked.append(_Checked(candidate.trail_id, candidate.similarity, cited, states, candidate.steps))
-        if stale_ids:
-            Trail.objects.filter(pk__in=stale_ids, status=TrailStatus.ACTIVE).update(
-                status=TrailStatus.STALE, status_changed_at=timezone.now()
+            cur.execute(
+                """
+                WITH stale AS (
+                    UPDATE cachecore_trail SET status = 'stale', status_changed_at = %(now)s
+                    WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[]) AND status = 'active'
+                ), hits AS (
+                    UPDATE cachecore_trail SET hits = hits + 1, last_hit_at = %(now)s
+                    WHERE tenant_id = %(tenant)s AND id = ANY(%(hit)s::uuid[])
+                )
+                INSERT INTO cachecore_recallevent (
+                    id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, miss_reason, reason,
+                    confidence, similarity, coverage, escalated, latency_ms, served_ids, created_at
+                )
+                SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
+                       (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(hit)s::uuid[], %(outcome)s,
+                       %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
+                       %(latency)s, %(served)s::varchar[], %(now)s
+                """,
+                {
+                    "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": hit,
+                    "id": recall_id, "scope": scope, "query": query, "subject": subject,
+                    "trail": decision.trail_id, "outcome": str(decision.outcome),
+                    "miss_reason": _miss_reason(decision), "reason": str(decision.reason),
+                    "confidence": decision.confidence, "similarity": decision.similarity,
+                    "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
+                    "served": decision.served_ids,
+                },
             )
-            if not checked:
-                miss_reason = MissReason.STALE
-        if checked:
-            served_ids = _answer(result, checked=checked, tenant=tenant, embedding=embedding, budget=budget)
-            Trail.objects.filter(pk__in=result.trails).update(hits=F("hits") + 1, last_hit_at=timezone.now())
-        event = RecallEvent.objects.create(
-            tenant=tenant, scope=scope, query=query, subject=subject,
-            trail_id=result.trail_id, trail_ids=result.trails, outcome=result.outcome,
-            miss_reason=miss_reason if result.outcome == Outcome.MISS else "",
-            similarity=result.similarity, coverage=result.coverage, escalated=result.escalated,
-            latency_ms=round((time.perf_counter() - started) * 1000, 3), served_ids=served_ids,
-        )
-    result.recall_id = str(event.pk)
-    result.outcome = str(result.outcome)
-    return result
+    return recall_id
 
 
-def _answer(
-    result: RecallResult, *, checked: list[_Checked], tenant: Tenant, embedding: Any, budget: int
-) -> list[str]:
-    """Fill ``result`` from the best live trail (and the others' valid sections); returns the
-    ids whose text is served."""
-    best, others = checked[0], checked[1:]
-    extra: list[selectors.CitedSection] = []
-    seen = {c.section_id for c in best.cited}
-    for other in others:
-        for c in other.valid:
-            if c.section_id not in seen:
-                seen.add(c.section_id)
-                extra.append(c)
-    valid = best.valid + extra
-    servable = all(c.text is not None for c in best.valid)
-    coverage = None
-    if len(best.valid) == len(best.cited) and servable:
-        scores = selectors.coverage_by_section(
-            section_hashes={c.pk: c.current_hash for c in valid if c.text is not None}, embedding=embedding
-        )
-        # Known only when every valid section has chunks: a partial max could escalate wrongly.
-        with_text = [c for c in valid if c.text is not None]
-        coverage = max(scores.values()) if scores and len(scores) == len(with_text) else None
-    decision = classify(best.states, coverage=coverage, coverage_floor=tenant.coverage_floor, servable=servable)
-    result.outcome = decision.outcome
-    result.trail_id = best.trail_id
-    result.escalated = decision.escalated
-    result.coverage = round(coverage, 4) if coverage is not None else None
-    result.steps = best.steps
-    contributing = [best.trail_id] + [o.trail_id for o in others if any(c in extra for c in o.valid)]
-    result.trails = contributing
-    if decision.outcome is Outcome.PREFETCH:
-        offered = [c for c in valid if c.text is not None]
-        served_ids, result.omitted = fit_to_budget([(c.section_id, c.token_count) for c in offered], budget)
-        served = set(served_ids)
-        result.sections = [
-            {"id": c.section_id, "status": SectionState.VALID.value, "text": c.text}
-            if c.section_id in served else {"id": c.section_id, "status": SectionState.VALID.value}
-            for c in offered
-        ]
-        return served_ids
-    result.sections = [{"id": c.section_id, "status": s.value} for c, s in zip(best.cited, best.states)]
-    result.sections += [{"id": c.section_id, "status": SectionState.VALID.value} for c in extra]
-    result.hint = hint_text(
-        valid=[c.section_id for c in valid],
-        changed=best.ids_in(SectionState.CHANGED),
-        missing=best.ids_in(SectionState.MISSING),
-        unverified=best.ids_in(SectionState.UNVERIFIED),
-        escalated=decision.escalated,
-        hash_only=not servable,
-    )
-    return []
+def _explain(decision: RecallDecision) -> list[dict[str, Any]]:
+    return [
+        {"trail_id": s.trail_id, "similarity": round(s.candidate.similarity, 4), "confidence": round(s.confidence, 4),
+         "coverage": s.coverage, "polarity": s.polarity, "query_normalised": s.candidate.query_normalised,
+         "features": dict(zip(FEATURES, s.features))}
+        for s in decision.scored
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
+from cachecore.engine.evidence import SECTION_COUNT_TERM, section_terms
 from cachecore.engine.text import content_hash, split_chunks
 from cachecore.errors import InvalidInput, NotFound
 from cachecore.models import (
@@ -48,6 +50,7 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
     }
     embedder = get_embedder()
     with transaction.atomic():
+        terms_delta: Counter[str] = Counter()
         existing = {
             s.external_id: s
             for s in Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
@@ -59,17 +62,23 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
             if current is None:
                 to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest))
             elif current.sha256 != digest or (current.text is None and text is not None):
+                terms_delta.subtract(current.terms)
                 current.text, current.sha256, current.chunks_ready = text, digest, False
                 to_update.append(current)
         changed = to_create + to_update
         token_counts = embedder.count_tokens_batch([s.text or "" for s in changed])
         for section, tokens in zip(changed, token_counts):
             section.token_count = tokens
+            section.terms = sorted(section_terms(section.text))
+            terms_delta.update(section.terms)
+        terms_delta[SECTION_COUNT_TERM] += len(to_create)
         now = timezone.now()
         Section.objects.bulk_create(to_create)
         for section in to_update:
             section.updated_at = now
-        Section.objects.bulk_update(to_update, ["text", "sha256", "token_count", "chunks_ready", "updated_at"])
+        Section.objects.bulk_update(to_update, ["text", "sha256", "token_count", "chunks_ready", "terms",
+                                                "updated_at"])
+        term_frequencies_apply(tenant=tenant, delta=terms_delta)
         changed_ids = [s.external_id for s in to_update]
         invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids)
         section_chunks_schedule(tenant=tenant, sections=changed)
@@ -82,10 +91,29 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
 def section_delete(*, tenant: Tenant, section_id: str) -> int:
     """Delete a section; trails citing it see it as changed. Returns invalidated trails."""
     with transaction.atomic():
-        deleted, _ = Section.objects.filter(tenant=tenant, external_id=section_id).delete()
-        if not deleted:
+        section = Section.objects.select_for_update().filter(tenant=tenant, external_id=section_id).first()
+        if section is None:
             raise NotFound("section not found")
+        delta = Counter({SECTION_COUNT_TERM: 1, **dict.fromkeys(section.terms, 1)})
+        section.delete()
+        term_frequencies_apply(tenant=tenant, delta=Counter({t: -n for t, n in delta.items()}))
         return trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+
+
+def term_frequencies_apply(*, tenant: Tenant, delta: Counter[str]) -> None:
+    """Add ``delta`` to the tenant's document frequencies (one statement; terms in sorted
+    order, so concurrent upserts lock shared rows in the same order and never deadlock)."""
+    rows = sorted((term, n) for term, n in delta.items() if n)
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO cachecore_termfrequency (tenant_id, term, sections) "
+            "SELECT %s, v.term, v.n FROM unnest(%s::text[], %s::int[]) AS v(term, n) "
+            "ON CONFLICT (tenant_id, term) "
+            "DO UPDATE SET sections = cachecore_termfrequency.sections + EXCLUDED.sections",
+            [tenant.pk, [t for t, _ in rows], [n for _, n in rows]],
+        )
 
 
 def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]) -> int:

@@ -1,0 +1,323 @@
+"""The recall decision: one pure function from the evidence to the answer.
+
+Recall reads the candidates and the cited sections' state in one snapshot, asks the resolver
+(outside any transaction) about sections it does not mirror, and then calls ``decide()``. Every
+threshold, band and margin lives here:
+
+- a candidate *qualifies* when its first-stage score (the tenant's match mode) reaches
+  ``similarity_threshold``; a trail none of whose cited sections is unchanged is stale;
+- each qualifying live candidate gets a ``confidence`` from the calibrated scorer over its
+  evidence (cosine, pair model, unexplained salient terms, coverage, lexical, polarity); the
+  most confident one is the answer's trail;
+- ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
+  and served from text, no polarity conflict, no close rival citing other sections, coverage
+  not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
+  no candidate reaches ``hint_confidence``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from cachecore.engine.budget import fit_to_budget
+from cachecore.engine.evidence import Idf, TrailContext, match_features
+from cachecore.engine.hint import hint_text
+from cachecore.engine.outcome import Outcome, SectionState, section_state
+from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
+from cachecore.engine.polarity import polarity_conflict
+from cachecore.engine.scorer import MatchScorer
+from cachecore.engine.text import content_hash
+
+
+class Reason(StrEnum):
+    """Why a recall answered what it did (``reason`` in every answer)."""
+
+    MATCH = "match"                    # prefetch: the same need, strong evidence, all unchanged
+    LOW_CONFIDENCE = "low_confidence"  # hint: evidence in the grey band
+    AMBIGUOUS = "ambiguous"            # hint: a close rival cites other sections
+    POLARITY = "polarity"              # hint: the questions ask opposite things
+    CHANGED = "changed"                # hint: some cited sections changed or are gone
+    UNVERIFIED = "unverified"          # hint: the resolver could not confirm some sections
+    HASH_ONLY = "hash_only"            # hint: sections kept by hash only, no text here
+    LOW_COVERAGE = "low_coverage"      # hint (escalated): the sections cover the query poorly
+    NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
+    NO_MATCH = "no_match"              # miss: nothing similar or confident enough
+    STALE = "stale"                    # miss: every matching trail's sections changed
+
+
+class MatchMode(StrEnum):
+    EMBEDDING = "embedding"
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    LEARNED = "learned"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The tenant's matching settings plus the engine's fixed margins."""
+
+    scorer: MatchScorer
+    similarity_threshold: float
+    prefetch_confidence: float
+    hint_confidence: float
+    coverage_floor: float
+    match_mode: str = MatchMode.EMBEDDING
+    polarity_guard: bool = True
+    merge_trails: bool = True
+    learned_scorer: PairScorer | None = None
+    # Trails merged into a prefetch are within this much cosine of the best one (measured:
+    # merging everything over the threshold tripled the evaluation's false hits).
+    merge_margin: float = 0.05
+    # Two candidates this close in confidence that cite different sections: no prefetch.
+    ambiguity_margin: float = 0.1
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A cited section as recall read it: the hash recorded on the trail, the section's current
+    hash and text (one snapshot), and which of the query's terms its text holds."""
+
+    section_id: str
+    recorded_hash: str
+    current_hash: str | None
+    text: str | None
+    token_count: int
+    pk: int | None = None
+    unverified: bool = False
+    query_terms: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    trail_id: str
+    similarity: float
+    query_normalised: str
+    steps: Any
+    cited: tuple[Cited, ...]
+
+
+@dataclass
+class Scored:
+    """A candidate with what ``decide`` found: section states, coverage, confidence."""
+
+    candidate: Candidate
+    states: list[SectionState]
+    coverage: float | None = None
+    confidence: float = 0.0
+    features: list[float] = field(default_factory=list)
+    polarity: str | None = None
+
+    @property
+    def trail_id(self) -> str:
+        return self.candidate.trail_id
+
+    @property
+    def valid(self) -> list[Cited]:
+        return [c for c, s in zip(self.candidate.cited, self.states) if s is SectionState.VALID]
+
+    def ids_in(self, state: SectionState) -> list[str]:
+        return [c.section_id for c, s in zip(self.candidate.cited, self.states) if s is state]
+
+    @property
+    def all_valid(self) -> bool:
+        return bool(self.states) and all(s is SectionState.VALID for s in self.states)
+
+    @property
+    def servable(self) -> bool:
+        return all(c.text is not None for c in self.valid)
+
+
+@dataclass
+class RecallDecision:
+    outcome: Outcome
+    reason: Reason
+    confidence: float = 0.0
+    trail_id: str | None = None
+    trails: list[str] = field(default_factory=list)
+    similarity: float | None = None
+    coverage: float | None = None
+    escalated: bool = False
+    sections: list[dict[str, Any]] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+    steps: list[Any] = field(default_factory=list)
+    hint: str | None = None
+    served_ids: list[str] = field(default_factory=list)
+    stale_trail_ids: list[str] = field(default_factory=list)
+    # Every candidate that qualified, with its confidence (for the log and the studies).
+    scored: list[Scored] = field(default_factory=list)
+
+
+def verified_state(cited: Cited) -> SectionState:
+    """The section's state now. Text that does not hash to the current hash (never expected)
+    counts as changed, so it can never be served; an unconfirmed remote section is unverified."""
+    if cited.unverified:
+        return SectionState.UNVERIFIED
+    current = cited.current_hash
+    if cited.text is not None and current is not None and content_hash(cited.text) != current:
+        current = ""
+    return section_state(recorded_hash=cited.recorded_hash, current_hash=current)
+
+
+def first_stage(policy: Policy, query: str, candidate: Candidate) -> bool:
+    """Whether a candidate is similar enough to be considered, by the tenant's match mode. A
+    redacted trail (no query text) matches by cosine in every mode."""
+    threshold = policy.similarity_threshold
+    mode = policy.match_mode
+    if mode == MatchMode.EMBEDDING or not candidate.query_normalised:
+        return candidate.similarity >= threshold
+    if mode == MatchMode.LEARNED:
+        scorer = policy.learned_scorer
+        return scorer is not None and scorer.matches(query, candidate.query_normalised, candidate.similarity)
+    trigram = trigram_similarity(query, candidate.query_normalised)
+    if mode == MatchMode.LEXICAL:
+        return trigram >= threshold
+    return HYBRID_COSINE_WEIGHT * candidate.similarity + (1 - HYBRID_COSINE_WEIGHT) * trigram >= threshold
+
+
+def candidate_coverage(scored: Scored, section_coverage: Mapping[int, float]) -> float | None:
+    """Best chunk cosine over the candidate's valid sections with text; unknown (None) unless
+    every one of them has chunks for its current hash (a partial max could escalate wrongly)."""
+    with_text = [c for c in scored.valid if c.text is not None and c.pk is not None]
+    if not with_text or not scored.all_valid or not scored.servable:
+        return None
+    scores = [section_coverage[c.pk] for c in with_text if c.pk in section_coverage]
+    return max(scores) if len(scores) == len(with_text) else None
+
+
+def _disjoint_citations(a: Scored, b: Scored) -> bool:
+    ids_a = {c.section_id for c in a.candidate.cited}
+    ids_b = {c.section_id for c in b.candidate.cited}
+    return not (ids_a <= ids_b or ids_b <= ids_a)
+
+
+def decide(
+    *,
+    query: str,
+    candidates: Sequence[Candidate],
+    policy: Policy,
+    budget: int,
+    idf: Idf,
+    section_coverage: Mapping[int, float] | None = None,
+    pair_scores: Mapping[str, float] | None = None,
+) -> RecallDecision:
+    """The answer to a recall of ``query`` (normalised) from its nearest candidates (best
+    cosine first), their cited sections' state, chunk coverage by section pk and the pair
+    model's scores by trail id."""
+    section_coverage = section_coverage or {}
+    pair_scores = pair_scores or {}
+    if not candidates:
+        return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
+    top_similarity = round(candidates[0].similarity, 4)
+    qualified = [c for c in candidates if first_stage(policy, query, c)]
+    stale: list[str] = []
+    live: list[Scored] = []
+    for candidate in qualified:
+        scored = Scored(candidate, [verified_state(c) for c in candidate.cited])
+        if not any(s in (SectionState.VALID, SectionState.UNVERIFIED) for s in scored.states):
+            stale.append(candidate.trail_id)
+            continue
+        scored.coverage = candidate_coverage(scored, section_coverage)
+        context = TrailContext(candidate.query_normalised, candidate.steps,
+                               frozenset().union(*(c.query_terms for c in candidate.cited)))
+        scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
+                                         coverage=scored.coverage, pair_model=pair_scores.get(candidate.trail_id))
+        scored.confidence = policy.scorer.score(scored.features)
+        if policy.polarity_guard and candidate.query_normalised:
+            scored.polarity = polarity_conflict(query, candidate.query_normalised)
+        live.append(scored)
+    live.sort(key=lambda s: (s.confidence, s.candidate.similarity), reverse=True)
+    confident = [s for s in live if s.confidence >= policy.hint_confidence]
+    if not confident:
+        reason = Reason.STALE if stale and not live else Reason.NO_MATCH
+        best_confidence = live[0].confidence if live else 0.0
+        return RecallDecision(Outcome.MISS, reason, confidence=round(best_confidence, 4), similarity=top_similarity,
+                              stale_trail_ids=stale, scored=live)
+    best = confident[0]
+    # The very same question answered before is not in doubt, whatever else comes close.
+    same_question = best.candidate.query_normalised == query
+    rival = None if same_question else next(
+        (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
+         and _disjoint_citations(best, s)), None)
+    escalated = best.coverage is not None and best.coverage < policy.coverage_floor
+    if best.ids_in(SectionState.CHANGED) or best.ids_in(SectionState.MISSING):
+        reason = Reason.CHANGED
+    elif best.ids_in(SectionState.UNVERIFIED):
+        reason = Reason.UNVERIFIED
+    elif not best.servable:
+        reason = Reason.HASH_ONLY
+    elif best.polarity is not None:
+        reason = Reason.POLARITY
+    elif rival is not None:
+        reason = Reason.AMBIGUOUS
+    elif best.confidence < policy.prefetch_confidence:
+        reason = Reason.LOW_CONFIDENCE
+    elif escalated:
+        reason = Reason.LOW_COVERAGE
+    else:
+        reason = Reason.MATCH
+    decision = RecallDecision(
+        Outcome.PREFETCH if reason is Reason.MATCH else Outcome.HINT, reason,
+        confidence=round(best.confidence, 4), trail_id=best.trail_id,
+        similarity=round(best.candidate.similarity, 4),
+        coverage=round(best.coverage, 4) if best.coverage is not None else None,
+        escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),
+        stale_trail_ids=stale, scored=live,
+    )
+    others = _merged(best, confident[1:], policy, prefetch=decision.outcome is Outcome.PREFETCH)
+    if rival is not None and rival not in others:
+        others.append(rival)
+    _fill(decision, best, others, budget)
+    return decision
+
+
+def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: bool) -> list[Scored]:
+    """Other trails whose valid sections join the answer: near-equals of the best by cosine
+    that are themselves confident enough for what is served, without a polarity conflict."""
+    if not policy.merge_trails:
+        return []
+    floor = policy.prefetch_confidence if prefetch else policy.hint_confidence
+    return [s for s in rest if s.candidate.similarity >= best.candidate.similarity - policy.merge_margin
+            and s.confidence >= floor and s.polarity is None]
+
+
+def _fill(decision: RecallDecision, best: Scored, others: Sequence[Scored], budget: int) -> None:
+    """Sections, trails, hint text and served ids of the answer."""
+    extra: list[Cited] = []
+    seen = {c.section_id for c in best.candidate.cited}
+    contributing = [best.trail_id]
+    for other in others:
+        added = False
+        for c in other.valid:
+            if c.section_id not in seen:
+                seen.add(c.section_id)
+                extra.append(c)
+                added = True
+        if added:
+            contributing.append(other.trail_id)
+    decision.trails = contributing
+    valid = best.valid + extra
+    if decision.outcome is Outcome.PREFETCH:
+        offered = [c for c in valid if c.text is not None]
+        served_ids, decision.omitted = fit_to_budget([(c.section_id, c.token_count) for c in offered], budget)
+        served = set(served_ids)
+        decision.served_ids = served_ids
+        decision.sections = [
+            {"id": c.section_id, "status": SectionState.VALID.value, "text": c.text}
+            if c.section_id in served else {"id": c.section_id, "status": SectionState.VALID.value}
+            for c in offered
+        ]
+        return
+    decision.sections = [{"id": c.section_id, "status": s.value} for c, s in zip(best.candidate.cited, best.states)]
+    decision.sections += [{"id": c.section_id, "status": SectionState.VALID.value} for c in extra]
+    decision.hint = hint_text(
+        valid=[c.section_id for c in valid],
+        changed=best.ids_in(SectionState.CHANGED),
+        missing=best.ids_in(SectionState.MISSING),
+        unverified=best.ids_in(SectionState.UNVERIFIED),
+        escalated=decision.escalated,
+        hash_only=not best.servable,
+        reason=decision.reason.value,
+    )

@@ -1,0 +1,152 @@
+"""Evidence that a stored trail answers *this* query, beyond the cosine of the two questions:
+pure functions over text, no Django.
+
+A close-but-different question usually shares the trail question's topic words and adds what
+it really asks for: another parameter, object, version or direction. That addition is a
+*salient* term (rare in the tenant's own sections, so high IDF) that neither the trail's
+question, nor the agent's search arguments, nor the cited text explain. A paraphrase rewords
+with common words, or with words the cited text uses. ``match_features`` turns that, the
+coverage of the query by the cited chunks, lexical overlap and the polarity features into one
+vector in ``FEATURES`` order for the calibrated scorer (``engine/scorer.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from cachecore.engine.pairfeatures import content_words, identifiers, numbers, trigram_similarity
+from cachecore.engine.polarity import negation_count, polarity_conflict
+
+# A section contributes at most this many distinct terms to the tenant's document frequencies.
+MAX_TERMS_PER_SECTION = 4000
+# The document-frequency row that holds the number of sections (no real term is empty).
+SECTION_COUNT_TERM = ""
+
+FEATURES = (
+    "cosine",
+    "pair_model",
+    "unexplained",
+    "unexplained_max",
+    "trail_unmatched",
+    "coverage",
+    "coverage_known",
+    "trigram",
+    "content_jaccard",
+    "polarity_conflict",
+    "negation_differs",
+    "numbers_differ",
+    "identifiers_differ",
+)
+
+
+def section_terms(text: str | None) -> set[str]:
+    """The distinct content terms of a section's text, as counted for document frequency."""
+    if not text:
+        return set()
+    terms = content_words(text)
+    if len(terms) > MAX_TERMS_PER_SECTION:
+        terms = set(sorted(terms)[:MAX_TERMS_PER_SECTION])
+    return terms
+
+
+def strings_in(value: object) -> Iterable[str]:
+    """Every string inside a JSON value (a step's ``args``), depth-first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from strings_in(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from strings_in(v)
+
+
+def step_terms(steps: object) -> set[str]:
+    """Content terms of the search arguments the agent used on the trail."""
+    if not isinstance(steps, list):
+        return set()
+    terms: set[str] = set()
+    for step in steps:
+        if isinstance(step, Mapping):
+            for text in strings_in(step.get("args")):
+                terms |= content_words(text[:2000])
+    return terms
+
+
+@dataclass(frozen=True)
+class Idf:
+    """Inverse document frequency over the tenant's sections: ``log((N + 1) / (df + 1)) + 1``,
+    scaled to 0..1 by its maximum (a term no section holds). Unknown terms count as unseen."""
+
+    sections: int
+    df: Mapping[str, int]
+
+    def weight(self, term: str) -> float:
+        top = math.log(self.sections + 1) + 1.0
+        return (math.log((self.sections + 1) / (self.df.get(term, 0) + 1)) + 1.0) / top
+
+
+def _share(terms: set[str], explained: set[str], idf: Idf) -> tuple[float, float]:
+    """IDF mass share of ``terms`` not in ``explained``, and the largest such weight."""
+    if not terms:
+        return 0.0, 0.0
+    weights = {t: idf.weight(t) for t in terms}
+    total = sum(weights.values())
+    missing = [w for t, w in weights.items() if t not in explained]
+    return (sum(missing) / total if total else 0.0), max(missing, default=0.0)
+
+
+@dataclass(frozen=True)
+class TrailContext:
+    """What recall knows of a candidate trail besides its embedding's cosine."""
+
+    query_normalised: str
+    steps: object
+    # The query's terms that the cited sections' text holds (read with the sections).
+    cited_terms: frozenset[str] = frozenset()
+
+
+def match_features(
+    *,
+    query: str,
+    trail: TrailContext,
+    cosine: float,
+    idf: Idf,
+    coverage: float | None,
+    pair_model: float | None,
+) -> list[float]:
+    """The evidence vector of (query, trail), in ``FEATURES`` order. ``pair_model`` is the
+    pair model's probability that the two questions ask the same thing (0.5 when it was not
+    run); ``coverage`` the best cosine of the query against the cited chunks (None: unknown).
+    A redacted trail (no query text) is judged by what remains: its steps and cited text."""
+    q_terms = content_words(query)
+    t_terms = content_words(trail.query_normalised)
+    explained = t_terms | step_terms(trail.steps) | trail.cited_terms
+    unexplained, unexplained_max = _share(q_terms, explained, idf)
+    trail_unmatched, _ = _share(t_terms, q_terms, idf) if t_terms else (0.0, 0.0)
+    union = len(q_terms | t_terms)
+    return [
+        float(cosine),
+        0.5 if pair_model is None else float(pair_model),
+        unexplained,
+        unexplained_max,
+        trail_unmatched,
+        0.0 if coverage is None else float(coverage),
+        0.0 if coverage is None else 1.0,
+        trigram_similarity(query, trail.query_normalised) if trail.query_normalised else 0.0,
+        len(q_terms & t_terms) / union if union else 0.0,
+        1.0 if trail.query_normalised and polarity_conflict(query, trail.query_normalised) else 0.0,
+        1.0 if trail.query_normalised and negation_count(query) % 2 != negation_count(trail.query_normalised) % 2
+        else 0.0,
+        _differ(numbers(query), numbers(trail.query_normalised)),
+        _differ(identifiers(query), identifiers(trail.query_normalised)),
+    ]
+
+
+def _differ(x: set[str], y: set[str]) -> float:
+    """1 when both mention some and the sets differ, 0.5 when only one mentions any, else 0."""
+    if x and y:
+        return 0.0 if x == y else 1.0
+    return 0.5 if (x or y) else 0.0
