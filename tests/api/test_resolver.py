@@ -26,7 +26,9 @@ class FakeResolver:
     def __init__(self):
         self.docs = {"remote#config": TEXT}
         self.send_text = True
-        self.delay = 0.0
+        self.wrong_text: dict[str, str] = {}  # id → text answered with the hash of the real text
+        self.hold = threading.Event()  # while clear, a held call waits until the test sets it
+        self.hold.set()
         self.fail = False
         self.calls = []
         self.bad_signatures = 0
@@ -46,13 +48,14 @@ class FakeResolver:
                     return
                 ids = json.loads(body)["ids"]
                 owner.calls.append(ids)
-                time.sleep(owner.delay)
+                owner.hold.wait(timeout=30)
                 if owner.fail:
                     self.send_response(500)
                     self.end_headers()
                     return
                 sections = [
-                    {"id": i, "hash": _sha(owner.docs[i]), **({"text": owner.docs[i]} if owner.send_text else {})}
+                    {"id": i, "hash": _sha(owner.docs[i]),
+                     **({"text": owner.wrong_text.get(i, owner.docs[i])} if owner.send_text else {})}
                     for i in ids if i in owner.docs
                 ]
                 payload = json.dumps({"sections": sections}).encode()
@@ -71,6 +74,7 @@ class FakeResolver:
         self.thread.start()
 
     def close(self):
+        self.hold.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -113,6 +117,16 @@ def test_changed_remote_section_makes_the_trail_stale(rcaller, remote):
     assert rcaller.recall(QUERY)["outcome"] == "miss"
 
 
+def test_resolver_text_that_does_not_match_the_hash_it_answered_is_never_served(rcaller, remote):
+    assert rcaller.record(query=QUERY, cited=["remote#config"]).status_code == 201
+    remote.wrong_text["remote#config"] = "Acme reads its configuration from /tmp/evil.toml."
+    body = rcaller.recall(QUERY)
+    assert body["outcome"] == "hint"  # the hash is unchanged, but there is no text to trust
+    assert body["sections"] == [{"id": "remote#config", "status": "valid"}]
+    remote.wrong_text.clear()
+    assert rcaller.recall(QUERY)["outcome"] == "prefetch"
+
+
 def test_unknown_to_the_resolver_is_422(rcaller):
     response = rcaller.record(query=QUERY, cited=["remote#nope"])
     assert response.status_code == 422 and response.json()["unknown_ids"] == ["remote#nope"]
@@ -120,14 +134,21 @@ def test_unknown_to_the_resolver_is_422(rcaller):
 
 def test_slow_or_failing_resolver_gives_a_hint_never_a_prefetch(rcaller, remote):
     rcaller.record(query=QUERY, cited=["remote#config", "local#intro"])
-    remote.delay = 0.5
-    started = time.monotonic()
+    remote.hold.clear()  # the resolver now answers only when the test lets it
+    calls_before = len(remote.calls)
     body = rcaller.recall(QUERY)
-    assert time.monotonic() - started < 0.45 + 0.3  # bounded by the 200 ms timeout, not the 500 ms delay
+    # The recall came back while the resolver was still holding its answer: the 200 ms timeout
+    # ended the wait (without it, this call would wait for the answer and prefetch).
+    assert not remote.hold.is_set()
+    for _ in range(100):  # the handler thread may log the call a moment later on a loaded machine
+        if len(remote.calls) > calls_before:
+            break
+        time.sleep(0.1)
+    assert len(remote.calls) == calls_before + 1
+    remote.hold.set()
     assert body["outcome"] == "hint"
     assert {"id": "remote#config", "status": "unverified"} in body["sections"]
     assert all("text" not in s for s in body["sections"])
-    remote.delay = 0
     remote.fail = True
     assert rcaller.recall(QUERY)["outcome"] == "hint"
 
