@@ -63,10 +63,13 @@ def _close_stray_test_database_sessions(django_db_setup: None, django_db_blocker
     yield
     from django.db import connection
 
+    test_name = connection.settings_dict.get("TEST", {}).get("NAME") or ""
     with django_db_blocker.unblock(), connection.cursor() as cur:
+        # Only ever the test database: never the sessions of a running service on the main one.
         cur.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "WHERE datname = current_database() AND datname = %s AND pid <> pg_backend_pid()",
+            [test_name],
         )
 
 
