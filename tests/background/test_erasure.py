@@ -83,3 +83,17 @@ def test_a_queued_export_filtered_on_an_erased_subject_exports_nothing(make_tena
     export.refresh_from_db()
     assert export.status == JobStatus.DONE and export.result["rows"] == 0
     assert "subject" not in export.params and export.params["subject_sha256"] == subject_hash(SUBJECT)
+
+
+@pytest.mark.parametrize("status", ["pending", "quarantined", "stale"])
+def test_erasure_deletes_the_subjects_trails_in_every_status(make_caller, run_jobs, status):
+    api, console = make_caller(), make_caller()
+    for caller in (api, console):
+        make_trail(caller.tenant, query="alice's question", subject=SUBJECT, status=status)
+        make_trail(caller.tenant, query="bob's question", subject="bob", status=status)
+    assert api.delete(f"/api/v1/subjects/{SUBJECT}").json() == {"deleted": 1}
+    subject_erase_request(tenant=console.tenant, subject=SUBJECT, actor_label="operator:x")
+    run_jobs()
+    assert Job.objects.get(tenant=console.tenant).result == {"deleted": 1}
+    for caller in (api, console):
+        assert list(Trail.objects.filter(tenant=caller.tenant).values_list("subject", "status")) == [("bob", status)]
