@@ -40,6 +40,8 @@ SCOPE = "qqp"
 UPSERT_BATCH = 1000
 SWEEP = tuple(round(0.50 + 0.05 * i, 2) for i in range(10))   # 0.50 … 0.95
 OUTCOMES = ("prefetch", "hint", "miss")
+SUMMARY_SETTINGS = ("similarity_threshold", "coverage_floor", "prefetch_confidence", "hint_confidence", "match_mode",
+                    "polarity_guard", "merge_trails")
 # Exclusive categories of one recalled query (strict: "own" = the pair's trail is the best).
 CATEGORIES = ("own_prefetch", "own_hint", "other_prefetch", "other_hint", "miss", "unexpected")
 CATEGORY_LABELS = {
@@ -209,7 +211,7 @@ def summarise(details: Sequence[dict[str, Any]], latencies_ms: Sequence[float]) 
             "similarity_served": _summary_stats([d["similarity"] for d in rows if d["similarity"] is not None]),
             "pair_cosine": _summary_stats([d["pair_cosine"] for d in rows]),
         }
-        reasons = Counter(f"{d['outcome']}: {d['reason']}" for d in rows if d.get("reason") is not None)
+        reasons = Counter(f"{d['outcome']}: {d['reason']}" for d in rows if d.get("reason"))
         if reasons:
             block["reasons"] = dict(reasons.most_common())
         confidences = {c: [d["confidence"] for d in rows if d["category"] == c and d.get("confidence") is not None]
@@ -366,7 +368,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     report = summarise(details, latencies)
     report["details"] = details
     report["late_chunk_sections"] = late_chunks
-    report["reason_confidence_available"] = any(d.get("reason") is not None for d in details)
+    report["reason_confidence_available"] = any(d.get("reason") for d in details)
     report["_settings"] = {f: str(getattr(tenant, f)) for f in SETTINGS_FIELDS if f != "resolver_secret"}
     return report
 
@@ -388,9 +390,7 @@ def summary_markdown(report: dict[str, Any]) -> str:
         "",
         f"{s['trails']} trails (one cited section each), {s['duplicates']} duplicate and {s['non_duplicates']} "
         f"non-duplicate `b` questions recalled; seed {meta['seed']}; tenant settings "
-        + ", ".join(f"{k}={meta['settings'][k]}" for k in ("similarity_threshold", "coverage_floor", "match_mode",
-                                                             "polarity_guard", "merge_trails")
-                    if k in meta["settings"])
+        + ", ".join(f"{k}={meta['settings'][k]}" for k in SUMMARY_SETTINGS if k in meta["settings"])
         + (f"; overrides {meta['overrides']}" if meta["overrides"] else "") + ".",
         "",
         "Strict: the pair's trail is the best (`trail_id`). Loose: it is among the contributing `trails`. "
