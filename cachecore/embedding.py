@@ -19,6 +19,15 @@ DIMENSIONS = 384
 MAX_TOKENS = 256
 # Pinned: a small third-party package; refuse anything else under this name.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+# Stored with every vector (trails, chunks): recall never compares vectors of two models, and a
+# model change re-embeds what was stored under another (services/reembed.py).
+SHIPPED_MODEL_VERSION = f"all-minilm-l6-v2-int8@{MODEL_SHA256[:12]}"
+
+
+def model_version(model_path: Path, sha256: str) -> str:
+    """The version string of a model file: the shipped name for the pinned file, else the
+    file's name and the start of its sha256."""
+    return SHIPPED_MODEL_VERSION if sha256 == MODEL_SHA256 else f"{model_path.name}@{sha256[:12]}"
 
 
 class EmbeddingModelError(RuntimeError):
@@ -63,8 +72,9 @@ class Embedder:
         tokenizer_path = Path(tokenizer_path) if tokenizer_path else _default_tokenizer_path()
         if not model_path.is_file():
             raise EmbeddingModelError(f"embedding model file not found: {model_path}")
+        actual = _sha256_file(model_path)
+        self.version = model_version(model_path, actual)
         if expected_sha256 is not None:
-            actual = _sha256_file(model_path)
             if actual != expected_sha256:
                 raise EmbeddingModelError(
                     f"embedding model {model_path} has sha256 {actual}, expected {expected_sha256}; "

@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-from cachecore.embedding import DIMENSIONS
+from cachecore.embedding import DIMENSIONS, SHIPPED_MODEL_VERSION
 from tenants.models import Tenant
 
 
@@ -72,6 +72,8 @@ class SectionChunk(models.Model):
     sha256 = models.CharField(max_length=64)
     text = models.TextField()
     embedding = VectorField(dimensions=DIMENSIONS)
+    # The model that computed ``embedding`` (recall compares only vectors of the current one).
+    embedding_model = models.CharField(max_length=100, default=SHIPPED_MODEL_VERSION)
 
     class Meta:
         ordering = ["section", "ordinal"]
@@ -108,6 +110,9 @@ class Trail(models.Model):
     query_normalised = models.TextField()
     query_redacted_at = models.DateTimeField(null=True, blank=True)
     embedding = VectorField(dimensions=DIMENSIONS)
+    # The model that computed ``embedding``: recall searches only trails of the current model;
+    # the others are re-embedded in the background (services/reembed.py).
+    embedding_model = models.CharField(max_length=100, default=SHIPPED_MODEL_VERSION)
     steps = models.JSONField(default=list)
     status = models.CharField(max_length=16, choices=TrailStatus.choices, db_index=False)
     signal_source = models.CharField(max_length=16, choices=SignalSource.choices, blank=True)

@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import Count, Func, Q, QuerySet, Sum
 from django.utils import timezone
 
+from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
 from cachecore.models import Citation, MissReason, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
@@ -122,7 +123,9 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
     (``SET LOCAL``)."""
     vector = _vector_literal(embedding)
     exact = active_scope_size(tenant=tenant, scope=scope) <= exact_search_limit()
-    where = "WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s"
+    model = get_embedder().version
+    where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
+             "AND embedding_model = %s")
     with connection.cursor() as cur:
         if exact:
             # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
@@ -131,7 +134,7 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
                 "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, distance, query_normalised "
                 "FROM (SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
                 f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), limit],
+                [vector, tenant.pk, scope, timezone.now(), model, limit],
             )
         else:
             # One round trip: the settings and the query travel together (client-side binding).
@@ -140,7 +143,7 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
                 "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, embedding <=> %s::vector "
                 f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> %s::vector "
                 "LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), vector, limit],
+                [vector, tenant.pk, scope, timezone.now(), model, vector, limit],
             )
             while cur.description is None and cur.nextset():
                 pass
@@ -161,8 +164,9 @@ class CitedSection:
     # Which of the given query terms the section's text holds (empty when none were asked).
     query_terms: frozenset[str] = frozenset()
     # Best cosine of the query against the section's chunks of its current hash (None: no
-    # query given, or no chunks ready).
+    # query given, or no chunks ready), and the same for the trail's own question.
     coverage: float | None = None
+    trail_coverage: float | None = None
 
 
 def cited_sections_for_trails(
@@ -177,27 +181,32 @@ def cited_sections_for_trails(
         return by_trail
     terms = query_terms or []
     coverage = (
-        "(SELECT max(1 - (ch.embedding <=> %s::vector)) FROM cachecore_sectionchunk ch "
-        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256)" if embedding is not None else "NULL::float8"
+        "cov.query, cov.trail FROM cachecore_citation c "
+        "JOIN cachecore_trail tr ON tr.id = c.trail_id LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
+        "LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> %s::vector)) AS query, "
+        "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
+        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
+        if embedding is not None else
+        "NULL::float8, NULL::float8 FROM cachecore_citation c LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
     )
     params: list[object] = [terms, terms, terms]
     if embedding is not None:
-        params.append(_vector_literal(embedding))
+        params += [_vector_literal(embedding), get_embedder().version]
     with connection.cursor() as cur:
         cur.execute(
             "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
             "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
             "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
             f"{coverage} "
-            "FROM cachecore_citation c LEFT JOIN cachecore_section s "
-            "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
             "WHERE c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
             [*params, [str(t) for t in trail_ids]],
         )
         for r in cur.fetchall():
             by_trail[str(r[0])].append(CitedSection(
                 r[1], r[2], r[3], r[4], r[5] or 0, r[6], frozenset(r[7] or ()),
-                float(r[8]) if r[8] is not None else None,
+                float(r[8]) if r[8] is not None else None, float(r[9]) if r[9] is not None else None,
             ))
     return by_trail
 
@@ -228,8 +237,8 @@ def coverage_by_section(*, section_hashes: dict[int, str], embedding: np.ndarray
         cur.execute(
             "SELECT ch.section_id, max(1 - (ch.embedding <=> %s::vector)) FROM cachecore_sectionchunk ch "
             "JOIN unnest(%s::bigint[], %s::text[]) AS v(pk, sha) ON ch.section_id = v.pk AND ch.sha256 = v.sha "
-            "GROUP BY ch.section_id",
-            [_vector_literal(embedding), list(section_hashes), list(section_hashes.values())],
+            "WHERE ch.embedding_model = %s GROUP BY ch.section_id",
+            [_vector_literal(embedding), list(section_hashes), list(section_hashes.values()), get_embedder().version],
         )
         return {row[0]: float(row[1]) for row in cur.fetchall()}
 

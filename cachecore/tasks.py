@@ -8,7 +8,7 @@ from dataclasses import asdict
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from cachecore.services import jobs, retention, rollups
+from cachecore.services import jobs, reembed, retention, rollups
 
 
 @shared_task(acks_late=True, autoretry_for=(OperationalError, InterfaceError, jobs.JobRetry),
@@ -32,3 +32,9 @@ def retention_sweep() -> dict[str, int]:
 @shared_task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3)
 def stats_rollup() -> int:
     return rollups.stats_rollup()
+
+
+@shared_task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3)
+def embeddings_refresh() -> dict[str, object]:
+    """After an embedding model change: re-embed what was stored under another model."""
+    return asdict(reembed.embeddings_refresh())

@@ -20,6 +20,8 @@ app.conf.beat_schedule = {
     "jobs-requeue": {"task": "cachecore.tasks.jobs_requeue", "schedule": 60.0},
     "retention-sweep": {"task": "cachecore.tasks.retention_sweep", "schedule": crontab(minute=7)},
     "stats-rollup": {"task": "cachecore.tasks.stats_rollup", "schedule": crontab(minute="*/15")},
+    # After an embedding model change, trails and chunks of the old model are embedded again.
+    "embeddings-refresh": {"task": "cachecore.tasks.embeddings_refresh", "schedule": crontab(minute="*/10")},
 }
 
 

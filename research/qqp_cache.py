@@ -66,6 +66,9 @@ class QQPConfig:
     progress: bool = True
     tenant_slug: str | None = None
     qqp_path: Path = QQP_PATH
+    # Log every qualifying candidate's evidence (recall(explain=True)) in the details, in the
+    # row shape research.match_calibration fits on.
+    explain: bool = False
 
 
 @dataclass(frozen=True)
@@ -333,7 +336,8 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     with bar("recall", len(sample.pairs)) as b:
         for s in sample.pairs:
             t_call = time.perf_counter()
-            result = dataclasses.asdict(services.recall(tenant=tenant, scope=SCOPE, query=s.pair.b))
+            result = dataclasses.asdict(services.recall(tenant=tenant, scope=SCOPE, query=s.pair.b,
+                                                        explain=config.explain))
             latencies.append((time.perf_counter() - t_call) * 1000)
             pair_trail = trail_of[normalise_query(s.pair.a)]
             strict, loose = classify(result, pair_trail)
@@ -352,6 +356,14 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
                     and clusters.get(normalise_query(served_q)) == query_cluster),
                 "latency_ms": round(latencies[-1], 3),
             })
+            if config.explain:
+                duplicate = s.label == "duplicate"
+                details[-1].update({
+                    "set": "qqp", "side": config.side, "kind": "duplicate" if duplicate else "twin",
+                    "answered_by_source": duplicate, "source_trail": pair_trail,
+                    "candidates": [{**c, "is_source": c["trail_id"] == pair_trail}
+                                   for c in result.get("explain") or []],
+                })
             b.step()
     timings["recall"] = round(time.perf_counter() - t, 2)
 
@@ -463,6 +475,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--keep-tenant", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--explain", action="store_true",
+                        help="log each candidate's evidence in details.jsonl (rows for research.match_calibration)")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -477,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     config = QQPConfig(side=args.side, seed=args.seed, trails=args.trails, duplicates=args.duplicates,
                        non_duplicates=args.non_duplicates, overrides=overrides, keep_tenant=args.keep_tenant,
-                       progress=not args.quiet)
+                       progress=not args.quiet, explain=args.explain)
     report = run_qqp_cache(config)
     files = write_report(report, args.out)
     print(summary_markdown(report))

@@ -88,6 +88,10 @@ class Cited:
     pk: int | None = None
     unverified: bool = False
     query_terms: frozenset[str] = frozenset()
+    # Best cosine of the query, and of the trail's own question, against the section's chunks
+    # of its current hash (None: no chunks ready).
+    coverage: float | None = None
+    trail_coverage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class Scored:
     candidate: Candidate
     states: list[SectionState]
     coverage: float | None = None
+    trail_coverage: float | None = None
     confidence: float = 0.0
     features: list[float] = field(default_factory=list)
     polarity: str | None = None
@@ -177,14 +182,16 @@ def first_stage(policy: Policy, query: str, candidate: Candidate) -> bool:
     return HYBRID_COSINE_WEIGHT * candidate.similarity + (1 - HYBRID_COSINE_WEIGHT) * trigram >= threshold
 
 
-def candidate_coverage(scored: Scored, section_coverage: Mapping[int, float]) -> float | None:
-    """Best chunk cosine over the candidate's valid sections with text; unknown (None) unless
-    every one of them has chunks for its current hash (a partial max could escalate wrongly)."""
-    with_text = [c for c in scored.valid if c.text is not None and c.pk is not None]
+def candidate_coverage(scored: Scored, *, of_trail: bool = False) -> float | None:
+    """Best chunk cosine of the query (or of the trail's own question) over the candidate's
+    valid sections with text; unknown (None) unless every one of them has chunks for its
+    current hash (a partial max could escalate wrongly)."""
+    with_text = [c for c in scored.valid if c.text is not None]
     if not with_text or not scored.all_valid or not scored.servable:
         return None
-    scores = [section_coverage[c.pk] for c in with_text if c.pk in section_coverage]
-    return max(scores) if len(scores) == len(with_text) else None
+    scores = [c.trail_coverage if of_trail else c.coverage for c in with_text]
+    known = [x for x in scores if x is not None]
+    return max(known) if len(known) == len(with_text) else None
 
 
 def _disjoint_citations(a: Scored, b: Scored) -> bool:
@@ -200,13 +207,11 @@ def decide(
     policy: Policy,
     budget: int,
     idf: Idf,
-    section_coverage: Mapping[int, float] | None = None,
     pair_scores: Mapping[str, float] | None = None,
 ) -> RecallDecision:
     """The answer to a recall of ``query`` (normalised) from its nearest candidates (best
-    cosine first), their cited sections' state, chunk coverage by section pk and the pair
-    model's scores by trail id."""
-    section_coverage = section_coverage or {}
+    cosine first) with their cited sections' state and coverage, and the pair model's scores
+    by trail id."""
     pair_scores = pair_scores or {}
     if not candidates:
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
@@ -219,12 +224,17 @@ def decide(
         if not any(s in (SectionState.VALID, SectionState.UNVERIFIED) for s in scored.states):
             stale.append(candidate.trail_id)
             continue
-        scored.coverage = candidate_coverage(scored, section_coverage)
+        scored.coverage = candidate_coverage(scored)
+        scored.trail_coverage = candidate_coverage(scored, of_trail=True)
         context = TrailContext(candidate.query_normalised, candidate.steps,
                                frozenset().union(*(c.query_terms for c in candidate.cited)))
         scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
-                                         coverage=scored.coverage, pair_model=pair_scores.get(candidate.trail_id))
-        scored.confidence = policy.scorer.score(scored.features)
+                                         coverage=scored.coverage, trail_coverage=scored.trail_coverage,
+                                         pair_model=pair_scores.get(candidate.trail_id))
+        # The very same question (normalised) asks the same thing by definition; the scorer is
+        # calibrated on reworded questions and must not second-guess it.
+        same = bool(candidate.query_normalised) and candidate.query_normalised == query
+        scored.confidence = 1.0 if same else policy.scorer.score(scored.features)
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = polarity_conflict(query, candidate.query_normalised)
         live.append(scored)

@@ -32,6 +32,7 @@ FEATURES = (
     "trail_unmatched",
     "coverage",
     "coverage_known",
+    "coverage_gap",
     "trigram",
     "content_jaccard",
     "polarity_conflict",
@@ -116,10 +117,12 @@ def match_features(
     idf: Idf,
     coverage: float | None,
     pair_model: float | None,
+    trail_coverage: float | None = None,
 ) -> list[float]:
     """The evidence vector of (query, trail), in ``FEATURES`` order. ``pair_model`` is the
     pair model's probability that the two questions ask the same thing (0.5 when it was not
-    run); ``coverage`` the best cosine of the query against the cited chunks (None: unknown).
+    run); ``coverage`` the best cosine of the query against the cited chunks and
+    ``trail_coverage`` that of the trail's own question (None: unknown).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     q_terms = content_words(query)
     t_terms = content_words(trail.query_normalised)
@@ -135,6 +138,8 @@ def match_features(
         trail_unmatched,
         0.0 if coverage is None else float(coverage),
         0.0 if coverage is None else 1.0,
+        # How much less the cited text supports this query than the question it was cited for.
+        trail_coverage - coverage if coverage is not None and trail_coverage is not None else 0.0,
         trigram_similarity(query, trail.query_normalised) if trail.query_normalised else 0.0,
         len(q_terms & t_terms) / union if union else 0.0,
         1.0 if trail.query_normalised and polarity_conflict(query, trail.query_normalised) else 0.0,

@@ -37,12 +37,17 @@ def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> np.nda
     embeddings where ready, else computed now from the text."""
     sections = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids)
                     .only("pk", "text", "sha256", "chunks_ready"))
+    embedder = get_embedder()
     ready = [s.pk for s in sections if s.chunks_ready]
-    stored = SectionChunk.objects.filter(section_id__in=ready, sha256=F("section__sha256"))
-    vectors = [np.asarray(v, dtype=np.float32) for v in stored.values_list("embedding", flat=True)] if ready else []
-    pending = [chunk for s in sections if s.pk not in ready and s.text for chunk in split_chunks(s.text)]
+    stored = list(SectionChunk.objects.filter(section_id__in=ready, sha256=F("section__sha256"),
+                                              embedding_model=embedder.version)
+                  .values_list("section_id", "embedding")) if ready else []
+    vectors = [np.asarray(v, dtype=np.float32) for _, v in stored]
+    # Chunks of another model (not re-embedded yet) are computed now, like chunks not ready.
+    have = {pk for pk, _ in stored}
+    pending = [chunk for s in sections if s.pk not in have and s.text for chunk in split_chunks(s.text)]
     if pending:
-        vectors.extend(get_embedder().embed(pending))
+        vectors.extend(embedder.embed(pending))
     return np.vstack(vectors) if vectors else np.zeros((0, DIMENSIONS), dtype=np.float32)
 
 

@@ -34,6 +34,8 @@ from tenants.models import MatchMode, Tenant
 # Candidates read per recall, and how many of the best (by cosine) the pair model reads.
 CANDIDATES = 5
 PAIR_MODEL_CANDIDATES = 2
+# Trails merged into a recall are within this much cosine of the best one (engine Policy).
+MERGE_SIMILARITY_MARGIN = 0.05
 
 
 @dataclass
@@ -68,6 +70,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
         polarity_guard=tenant.polarity_guard,
         merge_trails=tenant.merge_trails,
         learned_scorer=default_scorer() if tenant.match_mode == MatchMode.LEARNED else None,
+        merge_margin=MERGE_SIMILARITY_MARGIN,
     )
 
 
@@ -153,16 +156,15 @@ def recall(
     candidates = [
         Candidate(c.trail_id, c.similarity, c.query_normalised, c.steps, tuple(
             Cited(s.section_id, s.recorded_hash, s.current_hash, s.text, s.token_count, s.pk,
-                  unverified=s.section_id in unverified, query_terms=s.query_terms)
+                  unverified=s.section_id in unverified, query_terms=s.query_terms,
+                  coverage=s.coverage, trail_coverage=s.trail_coverage)
             for s in read.cited.get(c.trail_id, [])
         ))
         for c in read.candidates
     ]
-    coverage = {s.pk: s.coverage for cited in read.cited.values() for s in cited
-                if s.pk is not None and s.coverage is not None}
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
-        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf, section_coverage=coverage,
+        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf,
         pair_scores=_pair_scores(policy=policy, query=normalised, candidates=candidates),
     )
     latency_ms = round((time.perf_counter() - started) * 1000, 3)

@@ -209,13 +209,14 @@ def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
         (s, split_chunks(s.text)) for s in sections if s.text
     ]
     texts = [chunk for _, chunks in pending for chunk in chunks]
-    vectors = get_embedder().embed(texts) if texts else []
+    embedder = get_embedder()
+    vectors = embedder.embed(texts) if texts else []
     rows: list[SectionChunk] = []
     i = 0
     for section, chunks in pending:
         for ordinal, chunk in enumerate(chunks):
             rows.append(SectionChunk(section=section, ordinal=ordinal, sha256=section.sha256, text=chunk,
-                                     embedding=vectors[i]))
+                                     embedding=vectors[i], embedding_model=embedder.version))
             i += 1
     with transaction.atomic():
         # Only sections whose text did not change meanwhile get these chunks.

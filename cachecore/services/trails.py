@@ -58,7 +58,8 @@ def trail_record(
         except NotFound as exc:
             raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
     normalised = normalise_query(query)
-    embedding = get_embedder().embed_one(normalised)
+    embedder = get_embedder()
+    embedding = embedder.embed_one(normalised)
     source = (signal or {}).get("source") or ""
     accepted = (signal or {}).get("accepted")
     positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited)
@@ -68,6 +69,7 @@ def trail_record(
     with transaction.atomic():
         trail = Trail(
             tenant=tenant, scope=scope, query=query, query_normalised=normalised, embedding=embedding,
+            embedding_model=embedder.version,
             steps=steps, status=status, signal_source=source, signal_accepted=accepted,
             verdict=verdict.as_dict() if verdict else None,
             subject=subject, expires_at=expires, status_changed_at=now,

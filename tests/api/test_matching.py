@@ -15,14 +15,15 @@ SECTIONS = {
 }
 
 
-def test_polarity_guard_turns_an_opposite_question_into_a_miss(caller):
+def test_polarity_guard_never_serves_text_to_an_opposite_question(caller):
     caller.upsert(SECTIONS)
-    caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"])
+    trail = caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"]).json()
     body = caller.recall("How do I disable two-factor authentication?")
-    assert body["outcome"] == "miss"
-    assert body["similarity"] >= caller.tenant.similarity_threshold  # it *was* similar enough
-    assert RecallEvent.objects.get(pk=body["recall_id"]).miss_reason == "guard"
-    assert caller.recall("how can I turn on two factor authentication")["outcome"] == "prefetch"
+    assert body["outcome"] == "hint" and body["reason"] == "polarity"
+    assert body["trail_id"] == trail["trail_id"] and all("text" not in s for s in body["sections"])
+    assert "opposite" in body["hint"]
+    assert RecallEvent.objects.get(pk=body["recall_id"]).reason == "polarity"
+    assert caller.recall("How do I enable two-factor authentication?")["outcome"] == "prefetch"
 
 
 def test_without_the_guard_the_opposite_question_hits(make_caller):
@@ -32,8 +33,10 @@ def test_without_the_guard_the_opposite_question_hits(make_caller):
     assert caller.recall("How do I disable two-factor authentication?")["outcome"] != "miss"
 
 
-def test_merged_trails_serve_the_union_of_valid_sections_best_first(caller, monkeypatch):
+def test_merged_trails_serve_the_union_of_valid_sections_best_first(make_caller, monkeypatch):
     monkeypatch.setattr(recall_service, "MERGE_SIMILARITY_MARGIN", 1.0)  # merge every matching trail
+    # Bands open wide: every trail over the threshold is confident enough to be merged.
+    caller = make_caller(prefetch_confidence=0.0, hint_confidence=0.0)
     caller.upsert(SECTIONS)
     first = caller.record(query="How do I install Acme on Debian?", cited=["install#debian",
                                                                           "install#requirements"]).json()

@@ -27,6 +27,7 @@ def test_recall_of_a_recorded_question_is_a_prefetch_with_current_text_in_citati
     assert trail["status"] == "active"
     body = caller.recall("how do I install acme on debian")
     assert body["outcome"] == "prefetch"
+    assert body["reason"] == "match" and body["confidence"] == 1.0  # the very same question
     assert body["trail_id"] == trail["trail_id"]
     assert body["escalated"] is False
     assert body["similarity"] > 0.95
@@ -37,7 +38,8 @@ def test_recall_of_a_recorded_question_is_a_prefetch_with_current_text_in_citati
     assert body["omitted"] == []
     assert body["steps"][0]["tool"] == "search"
     assert body["hint"] is None
-    assert set(body) == {"recall_id", "outcome", "trail_id", "similarity", "coverage", "escalated", "sections",
+    assert set(body) == {"recall_id", "outcome", "reason", "confidence", "trail_id", "similarity", "coverage",
+                         "escalated", "sections",
                          "omitted", "steps", "hint", "trails"}
 
 

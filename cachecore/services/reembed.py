@@ -1,0 +1,57 @@
+"""A model change: vectors stored under another embedding model than the current one are
+computed again, in the background. Recall compares only vectors of the current model (the
+nearest-neighbour query and coverage filter on ``embedding_model``), so until a trail is
+re-embedded it is simply not found; nothing is ever compared across two models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from cachecore.embedding import get_embedder
+from cachecore.models import SectionChunk, Trail
+from cachecore.services.sections import section_chunks_compute
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    model: str
+    trails: int
+    sections: int
+    # Trails whose question text retention already removed: they cannot be embedded again and
+    # stay unmatched until they expire.
+    redacted_left: int
+
+
+def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) -> RefreshResult:
+    """Re-embed trails (their normalised question) and section chunks stored under another
+    model, ``batch`` rows at a time claimed with SKIP LOCKED (two workers split the work).
+    Idempotent: a second run finds nothing."""
+    embedder = get_embedder()
+    version = embedder.version
+    trails = sections = 0
+    done = 0
+    while max_batches is None or done < max_batches:
+        done += 1
+        with transaction.atomic():
+            rows = list(Trail.objects.select_for_update(skip_locked=True).exclude(embedding_model=version)
+                        .exclude(query_normalised="").only("id", "query_normalised")[:batch])
+            if not rows:
+                break
+            for row, vector in zip(rows, embedder.embed([r.query_normalised for r in rows])):
+                row.embedding, row.embedding_model = vector, version
+            Trail.objects.bulk_update(rows, ["embedding", "embedding_model"])
+            trails += len(rows)
+    while max_batches is None or done < max_batches:
+        done += 1
+        pks = list(SectionChunk.objects.exclude(embedding_model=version).values_list("section_id", flat=True)
+                   .distinct()[:batch])
+        if not pks:
+            break
+        section_chunks_compute(section_pks=pks)
+        sections += len(pks)
+    redacted = Trail.objects.exclude(embedding_model=version).filter(query_normalised="").count()
+    return RefreshResult(model=version, trails=trails, sections=sections, redacted_left=redacted)

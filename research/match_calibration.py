@@ -1,0 +1,372 @@
+"""Match calibration on the Python docs FAQ set (and QQP rows from ``research.qqp_cache``).
+
+``python -m research.match_calibration collect [--set FIELD=VALUE ...] [--out FILE]``
+    Ingests the Python 3.11 docs into a throw-away tenant, records one trail per FAQ entry
+    citing its gold sections (one search step with the question), then recalls every probe
+    through the product's ``recall(..., explain=True)``: the paraphrases (the set's and the
+    hard set's extra one), the close-but-different twins and the distinct questions. Writes one
+    row per probe with the answer and every qualifying candidate's evidence features.
+
+``python -m research.match_calibration fit ROWS... [--write]``
+    Fits the logistic scorer on the calibration side only (groups from ``research.splits``),
+    chooses the bands on the calibration side, prints calibration and held-out figures, and
+    with ``--write`` stores weights and bands in ``cachecore/engine/match_scorer.json``.
+
+Labels of a (probe, candidate) pair: the source entry's trail is the same need for a
+paraphrase and for a twin the source section answers, a different need for other twins and
+distinct questions; another entry's trail is a different need for a paraphrase and unknown
+(left out) for twins and distinct questions, which often reword another FAQ question.
+Research only: product code never imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
+
+FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
+FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
+DOCS = Path("/usr/share/doc/python3.11/html/_sources")
+SCORER_JSON = REPO_ROOT / "cachecore" / "engine" / "match_scorer.json"
+DEFAULT_ROWS = REPO_ROOT / "reports" / "calibration" / "faq-rows.jsonl"
+SCOPE = "faq"
+# Collect with a low first-stage floor so the scorer sees (and learns) candidates the default
+# floor would drop; the fit chooses the floor.
+COLLECT_FLOOR = 0.3
+
+
+@dataclass(frozen=True)
+class Probe:
+    group: str
+    kind: str          # paraphrase / paraphrase_extra / twin / distinct
+    query: str
+    answered_by_source: bool
+
+
+def load_probes() -> tuple[list[dict[str, Any]], list[Probe]]:
+    entries = [json.loads(line) for line in FAQ.read_text(encoding="utf-8").splitlines() if line.strip()]
+    hard = {}
+    if FAQ_HARD.is_file():
+        hard = {d["id"]: d for d in (json.loads(x) for x in FAQ_HARD.read_text(encoding="utf-8").splitlines()
+                                     if x.strip())}
+    probes: list[Probe] = []
+    for e in entries:
+        for p in e.get("paraphrases", []):
+            probes.append(Probe(e["id"], "paraphrase", p, True))
+        h = hard.get(e["id"], {})
+        for p in h.get("paraphrases_extra", []):
+            probes.append(Probe(e["id"], "paraphrase_extra", p, True))
+        for t in h.get("twins", []):
+            probes.append(Probe(e["id"], "twin", t["question"], bool(t["answered_by_source"])))
+        for d in e.get("distinct", []):
+            probes.append(Probe(e["id"], "distinct", d, False))
+    return entries, probes
+
+
+def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLECT_FLOOR,
+            keep_tenant: bool = False) -> Path:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from cachecore import services
+    from cachecore.evaluation.corpus import chunks_ensure, collect_sections, ingest_sections
+    from cachecore.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
+    from cachecore.evaluation.progress import Progress
+    from tenants.models import Tenant
+    from tenants.services import tenant_create
+
+    entries, probes = load_probes()
+    started = datetime.now(UTC)
+    tenant = tenant_create(slug=f"calib-{started:%Y%m%d-%H%M%S}-{random.Random().randrange(16**4):04x}",
+                           name="Match calibration")
+    for name, value in overrides.items():
+        setattr(tenant, name, value)
+    if floor is not None:
+        tenant.similarity_threshold = floor
+        tenant.hint_confidence = 0.0
+    tenant.full_clean()
+    tenant.save()
+    try:
+        sections = collect_sections(DOCS)
+        ids = {s.id for s in sections}
+        with Progress("ingest sections", len(sections)) as bar:
+            ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
+        gold = {e["id"]: [g for g in e["gold"] if g in ids] for e in entries}
+        needed = {g for gs in gold.values() for g in gs}
+        with Progress("chunk embeddings (gold)", len(needed)) as bar:
+            chunks_ensure(tenant=tenant, section_ids=needed, on_batch=bar.step)
+        trail_of: dict[str, str] = {}
+        with Progress("record trails", len(entries)) as bar:
+            for e in entries:
+                if gold[e["id"]]:
+                    trail = services.trail_record(
+                        tenant=tenant, scope=SCOPE, query=e["question"],
+                        steps=[{"tool": "search", "args": {"q": e["question"]}, "returned": gold[e["id"]]}],
+                        cited=gold[e["id"]], signal={"source": "caller", "accepted": True})
+                    trail_of[e["id"]] = str(trail.pk)
+                bar.step()
+        entry_of_trail = {t: g for g, t in trail_of.items()}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
+            for p in probes:
+                t0 = time.perf_counter()
+                r = services.recall(tenant=tenant, scope=SCOPE, query=p.query, explain=True)
+                ms = (time.perf_counter() - t0) * 1000
+                source = trail_of.get(p.group)
+                row = {
+                    "set": "faq", "group": p.group, "side": faq_side(p.group), "kind": p.kind, "query": p.query,
+                    "answered_by_source": p.answered_by_source, "source_trail": source,
+                    "outcome": r.outcome, "reason": r.reason, "confidence": r.confidence, "trail_id": r.trail_id,
+                    "trails": r.trails, "similarity": r.similarity, "latency_ms": round(ms, 2),
+                    "served_source": bool(source and r.trail_id == source),
+                    "candidates": [
+                        {**c, "entry": entry_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source}
+                        for c in (r.explain or [])
+                    ],
+                }
+                fh.write(json.dumps(row) + "\n")
+                bar.step()
+    finally:
+        if not keep_tenant:
+            Tenant.objects.filter(pk=tenant.pk).delete()
+    return out
+
+
+# ---- fitting (pure numpy) ---------------------------------------------------------------------
+
+OTHER_TRAIL_WEIGHT = 0.1
+
+def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
+    """1 same need, 0 different need, None unknown (see the module docstring)."""
+    if cand.get("is_source"):
+        return int(row["answered_by_source"]) if row["kind"] != "distinct" else 0
+    if row["kind"].startswith("paraphrase"):
+        return 0
+    return None
+
+
+def should_serve(row: dict[str, Any], trail_id: str | None) -> bool | None:
+    """Whether serving ``trail_id`` to this probe is right (True), wrong (False) or unknown."""
+    if trail_id is None:
+        return None
+    if row.get("source_trail") == trail_id:
+        return bool(row["answered_by_source"]) and row["kind"] != "distinct"
+    return False if row["kind"].startswith("paraphrase") else None
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 200,
+                 sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """Newton's method on the L2-penalised, weighted log loss (bias not penalised)."""
+    n, d = x.shape
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    xb = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, l2)
+    reg[-1] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        grad = xb.T @ (sw * (p - y)) + reg * w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+# Evidence that can only speak for a match (more similar, better covered, more words shared)
+# gets a non-negative weight, evidence against it a non-positive one: the scorer must not learn
+# that *more* similarity means a different need from collinear features.
+SIGNS = {
+    "cosine": 1, "pair_model": 1, "coverage": 1, "trigram": 1, "content_jaccard": 1,
+    "unexplained": -1, "unexplained_max": -1, "trail_unmatched": -1, "coverage_gap": -1,
+    "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1, "identifiers_differ": -1,
+}
+
+
+def fit_signed(x: np.ndarray, y: np.ndarray, *, l2: float, sample_weight: np.ndarray,
+               features: Sequence[str]) -> tuple[np.ndarray, float]:
+    """``fit_logistic`` with the signs in ``SIGNS``: a feature whose weight comes out with the
+    wrong sign is dropped (weight 0) and the rest refitted, until every sign holds."""
+    active = [i for i in range(x.shape[1]) if np.std(x[:, i]) > 0]
+    while True:
+        w_active, bias = fit_logistic(x[:, active], y, l2=l2, sample_weight=sample_weight)
+        wrong = [i for i, w in zip(active, w_active) if SIGNS.get(features[i], 0) * w < 0]
+        if not wrong:
+            weights = np.zeros(x.shape[1])
+            weights[active] = w_active
+            return weights, bias
+        worst = max(wrong, key=lambda i: abs(w_active[active.index(i)]))
+        active.remove(worst)
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
+    if not pos or not neg:
+        return float("nan")
+    scores = np.array(list(pos) + list(neg))
+    ranks = scores.argsort().argsort() + 1.0
+    r_pos = ranks[: len(pos)].sum()
+    return float((r_pos - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def load_rows(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            rows.extend(json.loads(line) for line in fh if line.strip())
+    return rows
+
+
+def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float, hint: float) -> dict[str, Any]:
+    """The decision offline (best confidence among candidates over the cosine floor; ambiguity
+    and coverage rules left out, so prefetch counts are upper bounds) → counts per probe kind."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        cands = [c for c in row["candidates"] if c["similarity"] >= floor]
+        kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
+            "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
+        bucket = out.setdefault(kind, {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
+        bucket["n"] += 1
+        if not cands:
+            continue
+        confs = [score(c) for c in cands]
+        i = int(np.argmax(confs))
+        best, conf = cands[i], confs[i]
+        if conf < hint:
+            continue
+        own = bool(best.get("is_source"))
+        bucket["own_any"] += own
+        if conf >= prefetch:
+            bucket["prefetch"] += 1
+            bucket["own_prefetch"] += own
+            bucket["source_prefetch"] += own
+    return out
+
+
+def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0) -> dict[str, Any]:
+    from cachecore.engine.evidence import FEATURES
+
+    rows = load_rows(paths)
+    cal = [r for r in rows if r["side"] == CALIBRATION]
+    held = [r for r in rows if r["side"] == HELD_OUT]
+    feats, labels, sample_weights = [], [], []
+    for r in cal:
+        for c in r["candidates"]:
+            label = pair_label(r, c)
+            if label is not None:
+                feats.append([c["features"][f] for f in FEATURES])
+                labels.append(label)
+                # The hard decision is the source trail for its paraphrase vs its twin; other
+                # trails (easy negatives, mostly) would otherwise dominate the loss.
+                sample_weights.append(1.0 if c.get("is_source") else OTHER_TRAIL_WEIGHT)
+    x = np.array(feats, dtype=float)
+    y = np.array(labels, dtype=float)
+    means = x.mean(axis=0)
+    scales = x.std(axis=0)
+    scales[scales < 1e-6] = 1.0
+    xs = (x - means) / scales
+    weights, bias = fit_signed(xs, y, l2=l2, sample_weight=np.array(sample_weights), features=FEATURES)
+
+    def score(c: dict[str, Any]) -> float:
+        v = (np.array([c["features"][f] for f in FEATURES]) - means) / scales
+        return float(1.0 / (1.0 + math.exp(-(v @ weights + bias))))
+
+    # Bands on the calibration side: the lowest prefetch cut whose false prefetch (twins the
+    # source does not answer, and distinct questions, served the source trail as prefetch) is
+    # under target_false; hint cut: keep 95 % of paraphrases' own trails over it.
+    grid = [round(0.5 + 0.01 * i, 2) for i in range(50)]
+    best_cut = grid[-1]
+    for cut in grid:
+        sim = simulate(cal, score, floor=0.0, prefetch=cut, hint=0.0)
+        neg = sim.get("twin", {"n": 0, "prefetch": 0})
+        rate = neg["prefetch"] / neg["n"] if neg["n"] else 0.0
+        if rate <= target_false:
+            best_cut = cut
+            break
+    para_conf = sorted(score(c) for r in cal if r["kind"].startswith("paraphrase")
+                       for c in r["candidates"] if c.get("is_source"))
+    hint_cut = round(para_conf[int(0.05 * len(para_conf))] if para_conf else 0.2, 2)
+    hint_cut = min(hint_cut, best_cut)
+    report = {
+        "features": list(FEATURES), "weights": [round(float(w), 6) for w in weights], "bias": round(bias, 6),
+        "means": [round(float(m), 6) for m in means], "scales": [round(float(s), 6) for s in scales],
+        "prefetch_confidence": best_cut, "hint_confidence": hint_cut,
+        "pairs": {"calibration": len(y), "positive": int(y.sum())},
+        "calibration": simulate(cal, score, floor=0.0, prefetch=best_cut, hint=hint_cut),
+        "held_out_offline": simulate(held, score, floor=0.0, prefetch=best_cut, hint=hint_cut),
+    }
+    pos = [score(c) for r in held for c in r["candidates"] if pair_label(r, c) == 1]
+    neg = [score(c) for r in held for c in r["candidates"] if pair_label(r, c) == 0]
+    cos_pos = [c["similarity"] for r in held for c in r["candidates"] if pair_label(r, c) == 1]
+    cos_neg = [c["similarity"] for r in held for c in r["candidates"] if pair_label(r, c) == 0]
+    report["held_out_pair_auc"] = {"scorer": round(auc(pos, neg), 4), "cosine": round(auc(cos_pos, cos_neg), 4)}
+    if write:
+        data = {
+            "version": f"match-scorer-{datetime.now(UTC):%Y%m%d}",
+            **{k: report[k] for k in ("features", "weights", "bias", "means", "scales", "prefetch_confidence",
+                                       "hint_confidence")},
+            "meta": {"fitted_on": [str(p) for p in paths], "side": CALIBRATION, "pairs": report["pairs"],
+                     "held_out_pair_auc": report["held_out_pair_auc"], "l2": l2, "target_false": target_false,
+                     "command": "python -m research.match_calibration fit " + " ".join(str(p) for p in paths)},
+        }
+        SCORER_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m research.match_calibration")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("--out", type=Path, default=DEFAULT_ROWS)
+    c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
+    c.add_argument("--keep-tenant", action="store_true")
+    f = sub.add_parser("fit")
+    f.add_argument("rows", nargs="+", type=Path)
+    f.add_argument("--write", action="store_true")
+    f.add_argument("--target-false", type=float, default=0.03)
+    f.add_argument("--l2", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    if args.cmd == "collect":
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
+
+        django.setup()
+        from cachecore.evaluation.harness import parse_overrides
+
+        out = collect(parse_overrides(args.set), args.out, floor=None if args.defaults else COLLECT_FLOOR,
+                      keep_tenant=args.keep_tenant)
+        print(f"rows written to {out}")
+        return 0
+    report = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2)
+    print(json.dumps({k: v for k, v in report.items() if k not in ("means", "scales")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
