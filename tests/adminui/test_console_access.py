@@ -1,16 +1,19 @@
 """Who may do what: every page and every action × support / admin / compliance / outsider
-(admin of another tenant) / anonymous / superuser. Denied by default, outsiders get 404."""
+(admin of another tenant) / anonymous / superuser. Denied by default, outsiders get 404.
+A test below keeps PAGES and ACTIONS covering every console route."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
-from django.urls import URLPattern
+from django.urls import URLPattern, resolve
 
 from adminui import urls as console_urls
-from cachecore.models import Trail, TrailStatus
+from cachecore import services
+from cachecore.models import Job, JobKind, Trail, TrailStatus
+from cachecore.services.jobs import job_execute
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create
 from tests.adminui.conftest import settings_form_data
@@ -29,7 +32,23 @@ PAGES: dict[str, tuple[Callable, set[str]]] = {
     "settings": (lambda w: "/console/settings/?tenant=acme", {"admin"}),
     "apikeys": (lambda w: "/console/api-keys/?tenant=acme", {"admin"}),
     "audit": (lambda w: "/console/audit/?tenant=acme", {"admin", "compliance"}),
+    "exports": (lambda w: "/console/exports/?tenant=acme", {"admin", "compliance"}),
+    "export": (lambda w: f"/console/exports/{w.export_job.pk}/?tenant=acme", {"admin", "compliance"}),
+    "export_download": (lambda w: f"/console/exports/{w.export_job.pk}/download/?tenant=acme",
+                        {"admin", "compliance"}),
+    "subject_erase": (lambda w: "/console/subjects/erase/?tenant=acme", {"compliance"}),
+    "subject_erase_job": (lambda w: f"/console/subjects/erase/{w.erase_job.pk}/?tenant=acme", {"compliance"}),
 }
+
+
+@pytest.fixture
+def jobs_world(world, settings, tmp_path):
+    """The console world plus a finished export (its file on disk) and an erasure job."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    world.export_job = services.export_request(tenant=world.tenant, format="csv", actor_label="test")
+    job_execute(job_id=str(world.export_job.pk))
+    world.erase_job = services.subject_erase_request(tenant=world.tenant, subject="nobody", actor_label="test")
+    return world
 
 
 def expected_status(persona: str, allowed: set[str], ok: int = 200) -> int:
@@ -44,14 +63,18 @@ def expected_status(persona: str, allowed: set[str], ok: int = 200) -> int:
 
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize("page", PAGES)
-def test_page_access_matrix(world, page, persona):
+def test_page_access_matrix(jobs_world, page, persona):
+    world = jobs_world
     build, allowed = PAGES[page]
     url = build(world)
     response = world.client(persona).get(url)
     assert response.status_code == expected_status(persona, allowed), (page, persona)
     if persona == "anonymous":
         assert response["Location"].startswith("/console/login/?next=")
-    if response.status_code == 200:
+    if response.status_code == 200 and page == "export_download":
+        assert response["Content-Disposition"].startswith("attachment")
+        assert b"trail_id" in b"".join(response.streaming_content)
+    elif response.status_code == 200:
         assert b"<html" in response.content
 
 
@@ -68,6 +91,22 @@ def _trail_status(w) -> str | None:
     return Trail.objects.filter(pk=w.trails[0].pk).values_list("status", flat=True).first()
 
 
+def _release_post(w):
+    Trail.objects.filter(pk=w.trails[0].pk).update(status=TrailStatus.QUARANTINED)  # something to release
+    return _trail_post("release")(w)
+
+
+def _job_post(kind: JobKind, url: str, data: dict) -> Callable:
+    def build(w):
+        w.jobs_before = Job.objects.filter(tenant=w.tenant, kind=kind).count()
+        return url, data
+    return build
+
+
+def _job_added(kind: JobKind) -> Callable:
+    return lambda w: Job.objects.filter(tenant=w.tenant, kind=kind).count() > w.jobs_before
+
+
 # action → (request builder, roles allowed, status when done, "did it happen?" probe)
 ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
     "trail.quarantine": (_trail_post("quarantine"), {"support", "admin"}, 302,
@@ -82,12 +121,19 @@ ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
                       {"admin"}, 201, lambda w: ApiKey.objects.filter(tenant=w.tenant, name="bot").exists()),
     "apikey.revoke": (lambda w: (f"/console/api-keys/{w.key.pk}/revoke/?tenant=acme", {}), {"admin"}, 302,
                       lambda w: ApiKey.objects.get(pk=w.key.pk).revoked_at is not None),
+    "trail.release": (_release_post, {"support", "admin"}, 302, lambda w: _trail_status(w) == TrailStatus.ACTIVE),
+    "export.request": (_job_post(JobKind.EXPORT, "/console/exports/?tenant=acme", {"format": "csv"}),
+                       {"admin", "compliance"}, 302, _job_added(JobKind.EXPORT)),
+    "subject.erase": (_job_post(JobKind.SUBJECT_ERASE, "/console/subjects/erase/?tenant=acme",
+                                {"subject": "user-7", "confirm": "on"}),
+                      {"compliance"}, 302, _job_added(JobKind.SUBJECT_ERASE)),
 }
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize("action", ACTIONS)
-def test_action_access_matrix(world, action, persona):
+def test_action_access_matrix(jobs_world, action, persona):
+    world = jobs_world
     world.key, _ = api_key_create(tenant=world.tenant, name="victim")
     build, allowed, ok, happened = ACTIONS[action]
     url, data = build(world)
@@ -132,6 +178,25 @@ def test_operator_without_membership_gets_404(world, django_user_model):
     client = world.client("anonymous")
     client.force_login(loner)
     assert client.get("/console/").status_code == 404
+
+
+def test_the_matrices_cover_every_console_route(jobs_world):
+    """A new console URL must join PAGES (GET) or ACTIONS (POST) to pass this; a view that
+    starts accepting POST must join ACTIONS."""
+    world = jobs_world
+    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+
+    def route(url: str) -> str:
+        return resolve(urlsplit(url).path).url_name
+
+    pages = {route(build(world)): build(world) for build, _ in PAGES.values()}
+    posted = {route(build(world)[0]) for build, *_ in ACTIONS.values()}
+    every = {p.name for p in console_urls.urlpatterns} - {"login", "logout"}
+    assert every - set(pages) - posted == set()
+    client = world.client("superuser")
+    for name, url in pages.items():  # every page outside ACTIONS refuses a POST
+        if name not in posted:
+            assert client.post(url).status_code == 405, name
 
 
 def test_every_console_view_goes_through_the_access_gate():
