@@ -1,0 +1,132 @@
+"""decide(): every band, margin and reason of the recall decision, without a database."""
+
+from cachecore.engine.decide import Candidate, Cited, Policy, Reason, decide
+from cachecore.engine.evidence import FEATURES, Idf
+from cachecore.engine.outcome import Outcome
+from cachecore.engine.scorer import MatchScorer
+from cachecore.engine.text import content_hash
+
+# Confidence = sigmoid(20 · (cosine − 0.8)): 0.9 → 0.88, 0.8 → 0.5, 0.7 → 0.12.
+SCORER = MatchScorer(
+    weights=tuple(20.0 if f == "cosine" else 0.0 for f in FEATURES), bias=-16.0,
+    means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES), prefetch_confidence=0.8, hint_confidence=0.2,
+)
+POLICY = Policy(scorer=SCORER, similarity_threshold=0.5, prefetch_confidence=0.8, hint_confidence=0.2,
+                coverage_floor=0.3)
+IDF = Idf(sections=10, df={})
+QUERY = "how do i install acme on debian"
+
+
+def cited(section_id: str, text: str | None = "text", *, changed: bool = False, **kw) -> Cited:
+    recorded = content_hash(text or section_id)
+    current = content_hash("new " + (text or "")) if changed else recorded
+    return Cited(section_id, recorded, current, None if changed else text, kw.pop("tokens", 10), **kw)
+
+
+def cand(trail_id: str, similarity: float, *sections: Cited, question: str = "install acme on debian please",
+         steps=()) -> Candidate:
+    return Candidate(trail_id, similarity, question, list(steps), tuple(sections))
+
+
+def run(*candidates: Candidate, policy: Policy = POLICY, budget: int = 1000, query: str = QUERY):
+    return decide(query=query, candidates=list(candidates), policy=policy, budget=budget, idf=IDF)
+
+
+def test_no_candidate_is_a_miss_with_no_confidence():
+    d = run()
+    assert (d.outcome, d.reason, d.confidence, d.trail_id) == (Outcome.MISS, Reason.NO_CANDIDATE, 0.0, None)
+
+
+def test_the_same_question_with_every_section_unchanged_is_a_prefetch_in_citation_order():
+    d = run(cand("t1", 0.99, cited("b", "B text"), cited("a", "A text"), question=QUERY))
+    assert (d.outcome, d.reason, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, 1.0)
+    assert [s["id"] for s in d.sections] == ["b", "a"] and [s["text"] for s in d.sections] == ["B text", "A text"]
+    assert d.served_ids == ["b", "a"] and d.trails == ["t1"]
+
+
+def test_strong_evidence_prefetches_the_grey_band_hints_and_weak_evidence_misses():
+    assert run(cand("t1", 0.9, cited("a"))).outcome is Outcome.PREFETCH
+    grey = run(cand("t1", 0.78, cited("a")))
+    assert (grey.outcome, grey.reason) == (Outcome.HINT, Reason.LOW_CONFIDENCE)
+    assert all("text" not in s for s in grey.sections) and "search as well" in grey.hint
+    weak = run(cand("t1", 0.7, cited("a")))
+    assert (weak.outcome, weak.reason, weak.trail_id) == (Outcome.MISS, Reason.NO_MATCH, None)
+    assert 0 < weak.confidence < 0.2
+
+
+def test_below_the_similarity_threshold_nothing_is_considered():
+    d = run(cand("t1", 0.49, cited("a")))
+    assert d.outcome is Outcome.MISS and d.scored == []
+
+
+def test_two_close_candidates_citing_different_sections_are_ambiguous():
+    d = run(cand("t1", 0.92, cited("a")), cand("t2", 0.91, cited("b")))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.AMBIGUOUS)
+    assert d.trails == ["t1", "t2"] and {s["id"] for s in d.sections} == {"a", "b"}
+    # Citing the same sections is no ambiguity: they merge.
+    same = run(cand("t1", 0.92, cited("a")), cand("t2", 0.91, cited("a"), cited("b")))
+    assert same.outcome is Outcome.PREFETCH and same.trails == ["t1", "t2"]
+
+
+def test_a_rival_far_below_in_confidence_is_no_ambiguity():
+    d = run(cand("t1", 0.95, cited("a")), cand("t2", 0.82, cited("b")))
+    assert d.outcome is Outcome.PREFETCH and d.trails == ["t1"]
+
+
+def test_an_opposite_question_is_a_hint_never_a_prefetch():
+    d = run(cand("t1", 0.95, cited("a"), question="how do i uninstall acme on debian"))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.POLARITY)
+    off = Policy(**{**POLICY.__dict__, "polarity_guard": False})
+    assert run(cand("t1", 0.95, cited("a"), question="how do i uninstall acme on debian"),
+               policy=off).outcome is Outcome.PREFETCH
+
+
+def test_some_sections_changed_is_a_hint_and_all_changed_is_stale():
+    d = run(cand("t1", 0.95, cited("a"), cited("b", changed=True)))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.CHANGED)
+    assert [s["status"] for s in d.sections] == ["valid", "changed"]
+    stale = run(cand("t1", 0.95, cited("a", changed=True)), cand("t2", 0.9, cited("b")))
+    assert stale.stale_trail_ids == ["t1"] and stale.trail_id == "t2" and stale.outcome is Outcome.PREFETCH
+    gone = run(cand("t1", 0.95, cited("a", changed=True)))
+    assert (gone.outcome, gone.reason, gone.stale_trail_ids) == (Outcome.MISS, Reason.STALE, ["t1"])
+
+
+def test_text_that_does_not_hash_to_its_current_hash_is_never_served():
+    broken = Cited("a", content_hash("old"), content_hash("old"), "tampered text", 5)
+    d = run(cand("t1", 0.99, broken, question=QUERY))
+    assert d.outcome is not Outcome.PREFETCH and d.served_ids == []
+    assert all("text" not in s for s in d.sections)
+
+
+def test_unverified_sections_hint_without_making_the_trail_stale():
+    d = run(cand("t1", 0.99, cited("a", unverified=True), question=QUERY))
+    assert (d.outcome, d.reason, d.stale_trail_ids) == (Outcome.HINT, Reason.UNVERIFIED, [])
+
+
+def test_sections_kept_by_hash_only_hint():
+    d = run(cand("t1", 0.99, cited("a", None), question=QUERY))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.HASH_ONLY) and "not stored here" in d.hint
+
+
+def test_low_coverage_turns_a_prefetch_into_an_escalated_hint():
+    d = run(cand("t1", 0.99, cited("a", coverage=0.1), question=QUERY))
+    assert (d.outcome, d.reason, d.escalated, d.coverage) == (Outcome.HINT, Reason.LOW_COVERAGE, True, 0.1)
+    known = run(cand("t1", 0.99, cited("a", coverage=0.6), cited("b", coverage=None), question=QUERY))
+    assert known.coverage is None and known.outcome is Outcome.PREFETCH  # unknown unless every section is known
+
+
+def test_the_budget_serves_what_fits_and_lists_the_rest_as_omitted():
+    d = run(cand("t1", 0.99, cited("a", tokens=8), cited("b", tokens=5), cited("c", tokens=2), question=QUERY),
+            budget=10)
+    assert d.served_ids == ["a", "c"] and d.omitted == ["b"]
+    assert [("text" in s) for s in d.sections] == [True, False, True]
+
+
+def test_the_most_confident_candidate_answers_not_the_nearest():
+    policy = Policy(**{**POLICY.__dict__, "scorer": MatchScorer(
+        weights=tuple(-30.0 if f == "unexplained" else 20.0 if f == "cosine" else 0.0 for f in FEATURES),
+        bias=-16.0, means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES))})
+    near = cand("t1", 0.95, cited("a"), question="install acme on fedora")
+    right = cand("t2", 0.93, cited("b"), question="install acme on debian")
+    d = run(near, right, policy=policy)
+    assert d.trail_id == "t2"
