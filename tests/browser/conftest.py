@@ -3,14 +3,10 @@ the console on pytest-django's live_server."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-# Playwright's sync API runs an event loop in this thread; the ORM calls in fixtures are fine.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -18,8 +14,18 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PASSWORD = "browser-test-pass"
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="module", autouse=True)
+def allow_orm_beside_playwright() -> Iterator[None]:
+    """Playwright's sync API runs an event loop in this thread, so Django takes the fixtures'
+    ORM calls for calls from async code. Allowed here only, while the browser tests run (the
+    browser fixture below lives as long), never for the rest of the suite."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@pytest.fixture(scope="module")
+def browser(allow_orm_beside_playwright: None) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
