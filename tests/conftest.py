@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -54,6 +55,19 @@ class ApiCaller:
         response = self.post("/api/v1/recall", {"scope": scope, "query": query, **extra})
         assert response.status_code == 200, response.content
         return response.json()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Nothing is skipped: a test that would skip (a missing system package, say) fails with
+    its reason instead, so a run never reports green over tests that did not run.
+    ``TRAILCACHE_ALLOW_SKIPS=1`` lets a developer without the Debian packages run the rest."""
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("TRAILCACHE_ALLOW_SKIPS") != "1":
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"{reason}\n(this test would have been skipped; the suite skips nothing, see README → Tests)"
+    return report
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -16,10 +16,7 @@ from cachecore.engine.docsplit import (
     split_sphinx_html,
     split_tree,
 )
-
-PY_DOCS_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
-PY_DOCS_HTML = Path("/usr/share/doc/python3.11/html")
-
+from tests.pydocs import PY_DOCS_HTML, PY_DOCS_SOURCES, require_python_docs
 
 # --------------------------------------------------------------------------- slugs
 
@@ -329,10 +326,14 @@ def test_split_tree_dispatch_and_sorting(tmp_path):
 
 # --------------------------------------------------------------------------- real docs
 
-needs_docs = pytest.mark.skipif(not (PY_DOCS_SOURCES / "faq").is_dir(), reason="python3.11-doc is not installed")
+@pytest.fixture
+def needs_docs() -> None:
+    """The real-docs tests fail (never skip) with an install hint when python3.11-doc is missing."""
+    require_python_docs(PY_DOCS_SOURCES / "faq")
+    require_python_docs(PY_DOCS_HTML / "faq" / "programming.html")
 
 
-@needs_docs
+@pytest.mark.usefixtures("needs_docs")
 def test_real_faq_question_has_expected_id():
     secs = {s.id: s for s in split_tree(PY_DOCS_SOURCES / "faq")}
     sid = "library.rst.txt#how-do-i-make-a-python-script-executable-on-unix"
@@ -345,7 +346,7 @@ def test_real_faq_question_has_expected_id():
     assert "curses" not in sec.text
 
 
-@needs_docs
+@pytest.mark.usefixtures("needs_docs")
 def test_real_faq_slugs_match_sphinx_html_ids():
     """Every FAQ heading slug equals the id Sphinx wrote into the HTML build.
 
@@ -369,11 +370,9 @@ def test_real_faq_slugs_match_sphinx_html_ids():
     assert mismatches == ["can-i-create-my-own-functions-in-c-2"]
 
 
-@needs_docs
+@pytest.mark.usefixtures("needs_docs")
 def test_real_html_and_rst_agree_on_faq_ids():
     html_path = PY_DOCS_HTML / "faq" / "programming.html"
-    if not html_path.exists():
-        pytest.skip("HTML build not installed")
     html_ids = [s.id.split("#", 1)[1] for s in split_sphinx_html(html_path.read_text(encoding="utf-8"), "x")]
     rst_ids = [
         s.id.split("#", 1)[1]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.pydocs import require_python_docs
+
 DATASET = Path(__file__).resolve().parents[1] / "data" / "eval" / "python_faq.jsonl"
-PY_DOCS_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
 FAQ_FILES = {"general", "programming", "design", "library", "extending", "windows", "gui", "installed"}
 
 
@@ -87,20 +88,18 @@ def test_distinct_question_never_names_a_question_with_the_same_gold(rows):
                 assert not set(other["gold"]) & set(r["gold"]), (r["id"], d, other["id"])
 
 
-@pytest.mark.skipif(not PY_DOCS_SOURCES.is_dir(), reason="python3.11-doc is not installed")
 def test_every_gold_id_is_produced_by_split_tree(rows):
     from cachecore.engine.docsplit import split_tree
 
-    produced = {s.id for s in split_tree(PY_DOCS_SOURCES)}
+    produced = {s.id for s in split_tree(require_python_docs())}
     missing = sorted({g for r in rows for g in r["gold"]} - produced)
     assert not missing, missing
 
 
-@pytest.mark.skipif(not PY_DOCS_SOURCES.is_dir(), reason="python3.11-doc is not installed")
 def test_question_is_the_heading_of_its_first_gold_section(rows):
     from cachecore.engine.docsplit import split_tree
 
-    titles = {s.id: s.title for s in split_tree(PY_DOCS_SOURCES / "faq")}
+    titles = {s.id: s.title for s in split_tree(require_python_docs() / "faq")}
     for r in rows:
         title = titles[r["gold"][0][len("faq/") :]]
         assert _norm(r["question"]).rstrip("?") == _norm(title).rstrip("?"), r["id"]
