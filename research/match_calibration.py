@@ -346,6 +346,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
+    rp = sub.add_parser("report")
+    rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")
+    rp.add_argument("--qqp-trails", type=int, default=10_000)
+    rp.add_argument("--faq-only", action="store_true")
     f = sub.add_parser("fit")
     f.add_argument("rows", nargs="+", type=Path)
     f.add_argument("--write", action="store_true")
@@ -363,9 +367,214 @@ def main(argv: Sequence[str] | None = None) -> int:
                       keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")
         return 0
-    report = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2)
-    print(json.dumps({k: v for k, v in report.items() if k not in ("means", "scales")}, indent=1))
+    if args.cmd == "report":
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
+
+        django.setup()
+        result = report(args.out, qqp_trails=args.qqp_trails, faq_only=args.faq_only)
+        print(summary_markdown(result))
+        print(f"report in {args.out}")
+        return 0
+    fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2)
+    print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
+
+
+
+# ---- held-out report at the shipped defaults ---------------------------------------------------
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    lo, hi = wilson(k, n)
+    return {"k": k, "n": n, "rate": round(k / n, 4) if n else 0.0, "ci95": [round(lo, 4), round(hi, 4)]}
+
+
+def faq_figures(rows: list[dict[str, Any]], side: str = HELD_OUT) -> dict[str, Any]:
+    """Outcome figures of FAQ probes collected at the defaults (``collect --defaults``)."""
+    rows = [r for r in rows if r["side"] == side]
+    para = [r for r in rows if r["kind"].startswith("paraphrase")]
+    twins = [r for r in rows if r["kind"] == "twin" and not r["answered_by_source"]]
+    answered = [r for r in rows if r["kind"] == "twin" and r["answered_by_source"]]
+    distinct = [r for r in rows if r["kind"] == "distinct"]
+
+    def own(r: dict[str, Any]) -> bool:
+        return bool(r.get("source_trail")) and r.get("trail_id") == r["source_trail"]
+
+    return {
+        "paraphrases": len(para),
+        "paraphrase_own_prefetch": _rate(sum(own(r) and r["outcome"] == "prefetch" for r in para), len(para)),
+        "paraphrase_own_prefetch_or_hint": _rate(sum(own(r) and r["outcome"] != "miss" for r in para), len(para)),
+        "paraphrase_other_prefetch": _rate(sum(not own(r) and r["outcome"] == "prefetch" for r in para), len(para)),
+        "twins": len(twins),
+        "twin_prefetch": _rate(sum(r["outcome"] == "prefetch" for r in twins), len(twins)),
+        "twin_source_prefetch": _rate(sum(own(r) and r["outcome"] == "prefetch" for r in twins), len(twins)),
+        "twin_hint": _rate(sum(r["outcome"] == "hint" for r in twins), len(twins)),
+        "answered_twin_prefetch": _rate(sum(r["outcome"] == "prefetch" for r in answered), len(answered)),
+        "distinct_source_prefetch": _rate(sum(own(r) and r["outcome"] == "prefetch" for r in distinct),
+                                          len(distinct)),
+        "reasons": _count(r["reason"] for r in rows),
+        "latency_ms_p50": float(np.percentile([r["latency_ms"] for r in rows], 50)) if rows else None,
+    }
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def trade_off(rows: list[dict[str, Any]], *, positive: str, negative: str) -> dict[str, list[list[float]]]:
+    """Paraphrase own-trail prefetch vs negative prefetch as the cut moves, for the calibrated
+    confidence (the best candidate by confidence) and for cosine alone (the nearest one)."""
+    pos = [r for r in rows if r["kind"].startswith(positive)]
+    neg = [r for r in rows if r["kind"] == negative and not r["answered_by_source"]]
+
+    def best(r: dict[str, Any], key: str) -> tuple[float, bool]:
+        if not r["candidates"]:
+            return (-1.0, False)
+        c = max(r["candidates"], key=lambda c: c[key])
+        return (c[key], bool(c.get("is_source")))
+
+    curves: dict[str, list[list[float]]] = {}
+    for key in ("confidence", "similarity"):
+        pb = [best(r, key) for r in pos]
+        nb = [best(r, key) for r in neg]
+        points = []
+        for cut in np.linspace(0.0, 1.0, 101):
+            tp = sum(1 for s, own in pb if own and s >= cut) / max(1, len(pb))
+            fp = sum(1 for s, _ in nb if s >= cut) / max(1, len(nb))
+            points.append([round(float(cut), 2), round(fp, 4), round(tp, 4)])
+        curves[key] = points
+    return curves
+
+
+def plot_trade_off(curves: dict[str, dict[str, list[list[float]]]], points: dict[str, tuple[float, float]],
+                   out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4.5))
+    axes = np.atleast_1d(axes)
+    for ax, (name, c) in zip(axes, curves.items()):
+        for key, label in (("confidence", "calibrated scorer (confidence cut)"), ("similarity", "cosine alone")):
+            pts = np.array(c[key])
+            ax.plot(pts[:, 1] * 100, pts[:, 2] * 100, label=label)
+        if name in points:
+            fp, tp = points[name]
+            ax.scatter([fp * 100], [tp * 100], color="black", zorder=3, label="shipped defaults (end to end)")
+        ax.axvline(5, color="grey", linestyle=":", linewidth=1)
+        ax.axhline(60, color="grey", linestyle=":", linewidth=1)
+        ax.set_xlim(0, 60)
+        ax.set_ylim(0, 100)
+        ax.set_xlabel("different-need questions served a prefetch (%)")
+        ax.set_ylabel("paraphrases served their own trail as prefetch (%)")
+        ax.set_title(f"{name} (held-out)")
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def rescore(rows: list[dict[str, Any]]) -> None:
+    """Confidence of every logged candidate by the shipped scorer (rows may have been collected
+    under another one)."""
+    from cachecore.engine.evidence import FEATURES
+    from cachecore.engine.scorer import MatchScorer
+
+    scorer = MatchScorer.load()
+    for r in rows:
+        query = " ".join(r["query"].lower().split())
+        for c in r["candidates"]:
+            same = c.get("query_normalised") and c["query_normalised"] == query
+            c["confidence"] = 1.0 if same else scorer.score([c["features"][f] for f in FEATURES])
+
+
+def report(out: Path, *, qqp_trails: int = 10_000, faq_only: bool = False) -> dict[str, Any]:
+    """Held-out figures at the shipped defaults, end to end through ``recall``, with the
+    trade-off plot; writes ``report.json``, ``summary.md`` and ``trade-off.png`` to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    faq_defaults = collect({}, out / "faq-defaults.jsonl", floor=None)
+    faq_wide = collect({}, out / "faq-wide.jsonl", floor=COLLECT_FLOOR)
+    rows_defaults = load_rows([faq_defaults])
+    rows_wide = [r for r in load_rows([faq_wide]) if r["side"] == HELD_OUT]
+    rescore(rows_wide)
+    faq = faq_figures(rows_defaults)
+    curves = {"Documentation FAQ": trade_off(rows_wide, positive="paraphrase", negative="twin")}
+    points = {"Documentation FAQ": (faq["twin_prefetch"]["rate"], faq["paraphrase_own_prefetch"]["rate"])}
+    result: dict[str, Any] = {"faq": faq, "faq_calibration_side": faq_figures(rows_defaults, CALIBRATION)}
+    if not faq_only:
+        from research.qqp_cache import QQPConfig, run_qqp_cache
+
+        qqp = run_qqp_cache(QQPConfig(trails=qqp_trails, explain=True))
+        details = qqp.pop("details")
+        with open(out / "qqp-details.jsonl", "w", encoding="utf-8") as fh:
+            for d in details:
+                fh.write(json.dumps(d) + "\n")
+        rescore(details)
+        dup = [d for d in details if d["label"] == "duplicate"]
+        non = [d for d in details if d["label"] == "non_duplicate"]
+
+        def own(d: dict[str, Any]) -> bool:
+            return d.get("trail_id") == d["pair_trail_id"]
+
+        result["qqp"] = {
+            "trails": qqp["meta"]["sampled"]["trails"],
+            "duplicate_own_prefetch": _rate(sum(own(d) and d["outcome"] == "prefetch" for d in dup), len(dup)),
+            "duplicate_own_prefetch_or_hint": _rate(sum(own(d) and d["outcome"] != "miss" for d in dup), len(dup)),
+            "non_duplicate_pair_prefetch": _rate(sum(own(d) and d["outcome"] == "prefetch" for d in non), len(non)),
+            "non_duplicate_any_prefetch": _rate(sum(d["outcome"] == "prefetch" for d in non), len(non)),
+            "latency_ms": qqp.get("latency_ms"),
+        }
+        for d in details:
+            d["kind"] = "duplicate" if d["label"] == "duplicate" else "non_duplicate"
+            d["answered_by_source"] = d["label"] == "duplicate"
+        curves["QQP"] = trade_off(details, positive="duplicate", negative="non_duplicate")
+        points["QQP"] = (result["qqp"]["non_duplicate_pair_prefetch"]["rate"],
+                         result["qqp"]["duplicate_own_prefetch"]["rate"])
+    from cachecore.engine.scorer import MatchScorer
+
+    scorer = MatchScorer.load()
+    result["defaults"] = {"scorer": scorer.version, "prefetch_confidence": scorer.prefetch_confidence,
+                          "hint_confidence": scorer.hint_confidence}
+    result["curves"] = curves
+    plot_trade_off(curves, points, out / "trade-off.png")
+    (out / "report.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown(result), encoding="utf-8")
+    return result
+
+
+def _fmt(x: dict[str, Any]) -> str:
+    return f"{x['k']}/{x['n']} = {100 * x['rate']:.1f} % [{100 * x['ci95'][0]:.1f}–{100 * x['ci95'][1]:.1f}]"
+
+
+def summary_markdown(result: dict[str, Any]) -> str:
+    faq = result["faq"]
+    lines = [
+        "| held-out, shipped defaults | measured (95 % interval) | target |",
+        "|---|---|---|",
+        f"| FAQ close-but-different served a prefetch | {_fmt(faq['twin_prefetch'])} | ≤ 5 % |",
+        f"| FAQ paraphrases served their own trail, prefetch or hint | {_fmt(faq['paraphrase_own_prefetch_or_hint'])}"
+        " | ≥ 80 % |",
+        f"| FAQ paraphrases served their own trail as prefetch | {_fmt(faq['paraphrase_own_prefetch'])} | ≥ 60 % |",
+        f"| FAQ paraphrases served another trail as prefetch | {_fmt(faq['paraphrase_other_prefetch'])} | |",
+        f"| FAQ twins the source answers, served a prefetch | {_fmt(faq['answered_twin_prefetch'])} | |",
+    ]
+    if "qqp" in result:
+        q = result["qqp"]
+        lines += [
+            f"| QQP non-duplicates served their pair's trail as prefetch | {_fmt(q['non_duplicate_pair_prefetch'])}"
+            " | ≤ 5 % |",
+            f"| QQP non-duplicates served any prefetch | {_fmt(q['non_duplicate_any_prefetch'])} | |",
+            f"| QQP duplicates served their pair's trail (prefetch or hint) | "
+            f"{_fmt(q['duplicate_own_prefetch_or_hint'])} | ≥ 60 % |",
+            f"| QQP duplicates served their pair's trail as prefetch | {_fmt(q['duplicate_own_prefetch'])} | |",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
