@@ -1,0 +1,82 @@
+"""Every audited change writes its audit entry in the change's own transaction: when the
+audit entry cannot be written, the change is not made either (and when it is made, its
+entry is there). The audit table is made to refuse inserts with a trigger, in autocommit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import DatabaseError, connection
+
+from cachecore import services
+from cachecore.models import Job, Trail, TrailStatus
+from tenants.models import ApiKey, AuditEntry, Tenant
+from tenants.services import api_key_create, api_key_revoke, tenant_settings_update
+from tests.background.factories import make_trail
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def audit_refuses_writes() -> Iterator[None]:
+    with connection.cursor() as cur:
+        cur.execute("""
+            CREATE FUNCTION test_audit_refuses() RETURNS trigger LANGUAGE plpgsql AS
+            $$ BEGIN RAISE EXCEPTION 'audit log refuses writes (test)'; END $$;
+            CREATE TRIGGER test_audit_refuses BEFORE INSERT ON tenants_auditentry
+            FOR EACH ROW EXECUTE FUNCTION test_audit_refuses();
+        """)
+    yield
+    with connection.cursor() as cur:
+        cur.execute("DROP TRIGGER test_audit_refuses ON tenants_auditentry; DROP FUNCTION test_audit_refuses();")
+
+
+@pytest.fixture
+def world(make_tenant, settings, tmp_path) -> dict[str, Any]:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    tenant = make_tenant()
+    key, _ = api_key_create(tenant=tenant, name="existing")
+    return {"tenant": tenant, "trail": make_trail(tenant, subject="alice"), "key": key}
+
+
+def _ttl(w) -> int:
+    return Tenant.objects.get(pk=w["tenant"].pk).trail_ttl_days
+
+
+# change → (make it, "did it happen?")
+CHANGES: dict[str, tuple[Callable, Callable]] = {
+    "settings": (lambda w: tenant_settings_update(tenant=w["tenant"], changes={"trail_ttl_days": 45}, actor_label="t"),
+                 lambda w: _ttl(w) == 45),
+    "key.create": (lambda w: api_key_create(tenant=w["tenant"], name="new", actor_label="t"),
+                   lambda w: ApiKey.objects.filter(name="new").exists()),
+    "key.revoke": (lambda w: api_key_revoke(key=w["key"], actor_label="t"),
+                   lambda w: ApiKey.objects.get(pk=w["key"].pk).revoked_at is not None),
+    "trail.quarantine": (lambda w: services.trail_set_status(tenant=w["tenant"], trail_ids=[w["trail"].pk],
+                                                             status=TrailStatus.QUARANTINED, actor_label="t"),
+                         lambda w: Trail.objects.get(pk=w["trail"].pk).status == TrailStatus.QUARANTINED),
+    "trail.purge": (lambda w: services.trails_purge(tenant=w["tenant"], trail_ids=[w["trail"].pk], actor_label="t"),
+                    lambda w: not Trail.objects.filter(pk=w["trail"].pk).exists()),
+    "export": (lambda w: services.export_request(tenant=w["tenant"], format="csv", actor_label="t"),
+               lambda w: Job.objects.filter(tenant=w["tenant"]).exists()),
+    "subject.erase": (lambda w: services.subject_erase(tenant=w["tenant"], subject="alice", actor_label="t"),
+                      lambda w: not Trail.objects.filter(pk=w["trail"].pk).exists()),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_whose_audit_entry_cannot_be_written_is_not_made(world, audit_refuses_writes, change):
+    make, happened = CHANGES[change]
+    with pytest.raises(DatabaseError, match="audit log refuses writes"):
+        make(world)
+    assert not happened(world)
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_that_is_made_has_its_audit_entry(world, change):
+    make, happened = CHANGES[change]
+    before = AuditEntry.objects.filter(tenant=world["tenant"]).count()
+    make(world)
+    assert happened(world)
+    assert AuditEntry.objects.filter(tenant=world["tenant"]).count() == before + 1
