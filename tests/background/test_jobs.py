@@ -13,6 +13,7 @@ from cachecore.models import Job, JobKind, JobStatus, Section, SectionChunk, Tra
 from cachecore.services import job_create, job_execute, jobs_requeue
 from cachecore.services import jobs as jobs_module
 from cachecore.tasks import job_run
+from config.celery import app as celery_app
 from tests.background.factories import make_trail
 
 TEXT = "Acme reads its configuration from /etc/acme/acme.toml. It reloads it on SIGHUP."
@@ -87,6 +88,10 @@ def test_accepting_a_job_with_the_broker_down_publishes_once_after_commit_and_ke
     assert attempts == [(True, False)]
     job = Job.objects.get(pk=response.json()["export_id"])
     assert job.status == JobStatus.QUEUED and job.enqueued_at is None
+    # And that one attempt is bounded by the transport: no reconnect loop, short socket timeouts.
+    options = celery_app.conf.broker_transport_options
+    assert options["max_retries"] == 0 and options["socket_connect_timeout"] <= 1 and options["socket_timeout"] <= 2
+    assert celery_app.conf.task_publish_retry is False
 
 
 @pytest.mark.django_db(transaction=True)
