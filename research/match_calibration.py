@@ -250,7 +250,7 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
         cands = [c for c in row["candidates"] if c["similarity"] >= floor]
         kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
             "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
-        bucket = out.setdefault(kind, {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
+        bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}", {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
         bucket["n"] += 1
         if not cands:
             continue
@@ -274,7 +274,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     rows = load_rows(paths)
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
-    feats, labels, sample_weights = [], [], []
+    feats, labels, sample_weights, sets = [], [], [], []
     for r in cal:
         for c in r["candidates"]:
             label = pair_label(r, c)
@@ -284,8 +284,15 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
                 # The hard decision is the source trail for its paraphrase vs its twin; other
                 # trails (easy negatives, mostly) would otherwise dominate the loss.
                 sample_weights.append(1.0 if c.get("is_source") else OTHER_TRAIL_WEIGHT)
+                sets.append(r.get("set", "faq"))
     x = np.array(feats, dtype=float)
     y = np.array(labels, dtype=float)
+    # Each labelled set (FAQ, QQP) weighs the same in the loss, whatever its size.
+    sw = np.array(sample_weights)
+    for name in set(sets):
+        mask = np.array([s == name for s in sets])
+        sw[mask] *= len(sw) / (len(set(sets)) * sw[mask].sum())
+    sample_weights = list(sw)
     means = x.mean(axis=0)
     scales = x.std(axis=0)
     scales[scales < 1e-6] = 1.0
@@ -303,9 +310,8 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     best_cut = grid[-1]
     for cut in grid:
         sim = simulate(cal, score, floor=0.0, prefetch=cut, hint=0.0)
-        neg = sim.get("twin", {"n": 0, "prefetch": 0})
-        rate = neg["prefetch"] / neg["n"] if neg["n"] else 0.0
-        if rate <= target_false:
+        rates = [b["prefetch"] / b["n"] for k, b in sim.items() if k.endswith(":twin") and b["n"]]
+        if max(rates, default=0.0) <= target_false:
             best_cut = cut
             break
     para_conf = sorted(score(c) for r in cal if r["kind"].startswith("paraphrase")
