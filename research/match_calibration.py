@@ -250,7 +250,8 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
         cands = [c for c in row["candidates"] if c["similarity"] >= floor]
         kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
             "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
-        bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}", {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
+        bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}",
+                                {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
         bucket["n"] += 1
         if not cands:
             continue
@@ -356,6 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")
     rp.add_argument("--qqp-trails", type=int, default=10_000)
     rp.add_argument("--faq-only", action="store_true")
+    ps = sub.add_parser("pair-scores", help="fill the pair_model feature of collected rows (in place)")
+    ps.add_argument("rows", nargs="+", type=Path)
+    ps.add_argument("--manifest", type=Path, default=None)
+    ps.add_argument("--floor", type=float, default=0.51)
     f = sub.add_parser("fit")
     f.add_argument("rows", nargs="+", type=Path)
     f.add_argument("--write", action="store_true")
@@ -373,6 +378,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                       keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")
         return 0
+    if args.cmd == "pair-scores":
+        for path in args.rows:
+            rows = load_rows([path])
+            n = add_pair_scores(rows, manifest=args.manifest, floor=args.floor)
+            with open(path, "w", encoding="utf-8") as fh:
+                for r in rows:
+                    fh.write(json.dumps(r) + "\n")
+            print(f"{path}: {n} pairs scored")
+        return 0
     if args.cmd == "report":
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         import django
@@ -386,6 +400,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 
+
+
+# ---- pair model scores, offline ------------------------------------------------------------------
+
+def add_pair_scores(rows: list[dict[str, Any]], *, manifest: Path | None = None, floor: float = 0.51,
+                    per_query: int = 2) -> int:
+    """Fill the ``pair_model`` feature of logged candidates as recall would: the ``per_query``
+    nearest candidates with cosine ≥ ``floor`` that are not the very same question. Returns how
+    many pairs were scored."""
+    from cachecore.engine.text import normalise_query
+    from cachecore.pairmodel import MANIFEST, PairModel
+
+    model = PairModel(manifest or MANIFEST, threads=2)
+    jobs: list[tuple[dict[str, Any], str, str]] = []
+    for r in rows:
+        query = normalise_query(r["query"])
+        chosen = [c for c in sorted(r["candidates"], key=lambda c: -c["similarity"])
+                  if c["similarity"] >= floor and c.get("query_normalised") and c["query_normalised"] != query]
+        for c in r["candidates"]:
+            c["features"]["pair_model"] = 0.5
+        for c in chosen[:per_query]:
+            jobs.append((c, query, c["query_normalised"]))
+    for start in range(0, len(jobs), 64):
+        batch = jobs[start:start + 64]
+        for (c, _, _), p in zip(batch, model.score([(q, t) for _, q, t in batch])):
+            c["features"]["pair_model"] = p
+    return len(jobs)
 
 
 # ---- held-out report at the shipped defaults ---------------------------------------------------
