@@ -153,9 +153,13 @@ def main(argv: list[str] | None = None) -> None:
     warm_frac = warm / total
 
     def lr_factor(s: int) -> float:
+        # Warmup and decay both follow progress(), so a time-limited run warms up over the same
+        # fraction of its actual length. (run1 was trained at commit 757a39a, where the warmup ramp
+        # counted steps against the planned step total: the time budget ended warmup at step ~46,
+        # when the LR was at 27 % of peak, and it then jumped to the decay line.)
         f = progress(s)
         if f < warm_frac:
-            return min(1.0, (s + 1) / warm)
+            return max((s + 1) / total, f) / warm_frac
         return max(0.0, (1.0 - f) / max(1e-9, 1.0 - warm_frac))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
