@@ -150,6 +150,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 # ---- fitting (pure numpy) ---------------------------------------------------------------------
 
 OTHER_TRAIL_WEIGHT = 0.1
+FLOOR_KEEP = 0.90
 
 def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
     """1 same need, 0 different need, None unknown (see the module docstring)."""
@@ -304,6 +305,20 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         v = (np.array([c["features"][f] for f in FEATURES]) - means) / scales
         return float(1.0 / (1.0 + math.exp(-(v @ weights + bias))))
 
+    # First-stage floor: the highest cosine that keeps ≥ 90 % of each set's calibration
+    # paraphrases' own trail in consideration (the hint band needs them there).
+    floor = 0.30
+    for f in [round(0.30 + 0.01 * i, 2) for i in range(31)]:
+        keeps = []
+        for name in set(sets):
+            para = [r for r in cal if r.get("set", "faq") == name
+                    and (r["kind"].startswith("paraphrase") or r["kind"] == "duplicate")]
+            kept = sum(1 for r in para if any(c.get("is_source") and c["similarity"] >= f for c in r["candidates"]))
+            keeps.append(kept / max(1, len(para)))
+        if min(keeps) >= FLOOR_KEEP:
+            floor = f
+    cal = [{**r, "candidates": [c for c in r["candidates"] if c["similarity"] >= floor]} for r in cal]
+    held = [{**r, "candidates": [c for c in r["candidates"] if c["similarity"] >= floor]} for r in held]
     # Bands on the calibration side: the lowest prefetch cut whose false prefetch (twins the
     # source does not answer, and distinct questions, served the source trail as prefetch) is
     # under target_false; hint cut: keep 95 % of paraphrases' own trails over it.
@@ -315,14 +330,14 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         if max(rates, default=0.0) <= target_false:
             best_cut = cut
             break
-    para_conf = sorted(score(c) for r in cal if r["kind"].startswith("paraphrase")
+    para_conf = sorted(score(c) for r in cal if r["kind"].startswith("paraphrase") or r["kind"] == "duplicate"
                        for c in r["candidates"] if c.get("is_source"))
     hint_cut = round(para_conf[int(0.05 * len(para_conf))] if para_conf else 0.2, 2)
     hint_cut = min(hint_cut, best_cut)
     report = {
         "features": list(FEATURES), "weights": [round(float(w), 6) for w in weights], "bias": round(bias, 6),
         "means": [round(float(m), 6) for m in means], "scales": [round(float(s), 6) for s in scales],
-        "prefetch_confidence": best_cut, "hint_confidence": hint_cut,
+        "prefetch_confidence": best_cut, "hint_confidence": hint_cut, "similarity_threshold": floor,
         "pairs": {"calibration": len(y), "positive": int(y.sum())},
         "calibration": simulate(cal, score, floor=0.0, prefetch=best_cut, hint=hint_cut),
         "held_out_offline": simulate(held, score, floor=0.0, prefetch=best_cut, hint=hint_cut),
@@ -336,7 +351,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         data = {
             "version": f"match-scorer-{datetime.now(UTC):%Y%m%d}",
             **{k: report[k] for k in ("features", "weights", "bias", "means", "scales", "prefetch_confidence",
-                                       "hint_confidence")},
+                                       "hint_confidence", "similarity_threshold")},
             "meta": {"fitted_on": [str(p) for p in paths], "side": CALIBRATION, "pairs": report["pairs"],
                      "held_out_pair_auc": report["held_out_pair_auc"], "l2": l2, "target_false": target_false,
                      "command": "python -m research.match_calibration fit " + " ".join(str(p) for p in paths)},

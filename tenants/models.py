@@ -16,13 +16,14 @@ class AdmissionPolicy(models.TextChoices):
     SIGNAL_VERIFIER = "signal+verifier", "Signal + built-in verifier"
 
 
-# Defaults calibrated on tests/data/paraphrase_pairs.jsonl (see tests/cachecore/test_calibration.py).
-DEFAULT_SIMILARITY_THRESHOLD = 0.51
+# The coverage floor is calibrated on tests/data/paraphrase_pairs.jsonl (tests/cachecore/
+# test_calibration.py). The first-stage cosine floor and the confidence bands come with the
+# calibrated match scorer (cachecore/engine/match_scorer.json, chosen on the calibration split
+# by research/match_calibration.py; tests/cachecore/test_match_scorer.py keeps them equal).
+DEFAULT_SIMILARITY_THRESHOLD = 0.42
 DEFAULT_COVERAGE_FLOOR = 0.32
-# Confidence bands of the calibrated match scorer (cachecore/engine/match_scorer.json, chosen on
-# the calibration split; tests/cachecore/test_match_scorer.py keeps these equal to the file's).
 DEFAULT_PREFETCH_CONFIDENCE = 0.8
-DEFAULT_HINT_CONFIDENCE = 0.2
+DEFAULT_HINT_CONFIDENCE = 0.19
 
 
 class MatchMode(models.TextChoices):
@@ -56,7 +57,8 @@ class Tenant(models.Model):
     )
     similarity_threshold = models.FloatField(
         default=DEFAULT_SIMILARITY_THRESHOLD, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="Minimum cosine similarity between the query and a trail's query for a hit.",
+        help_text="Minimum cosine similarity between the query and a trail's query for the trail to be "
+        "considered at all (the confidence bands then decide prefetch, hint or miss).",
     )
     coverage_floor = models.FloatField(
         default=DEFAULT_COVERAGE_FLOOR, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],

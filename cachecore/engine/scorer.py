@@ -37,6 +37,8 @@ class MatchScorer:
     # Cuts chosen on the calibration split (the tenant defaults read them).
     prefetch_confidence: float = 0.8
     hint_confidence: float = 0.2
+    # The first-stage cosine floor the bands were chosen with (the tenant default).
+    similarity_threshold: float = 0.5
     version: str = ""
     meta: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -54,6 +56,7 @@ class MatchScorer:
         return cls(weights=weights, bias=float(data["bias"]), means=means, scales=scales, features=features,
                    prefetch_confidence=float(data["prefetch_confidence"]),
                    hint_confidence=float(data["hint_confidence"]),
+                   similarity_threshold=float(data.get("similarity_threshold", 0.5)),
                    version=str(data.get("version", "")), meta=dict(data.get("meta", {})))
 
     @classmethod

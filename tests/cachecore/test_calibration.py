@@ -156,5 +156,7 @@ def test_coverage_floor_catches_unrelated(scored: list[ScoredPair]) -> None:
 def test_tenant_defaults_match_calibration(scored: list[ScoredPair]) -> None:
     from tenants.models import DEFAULT_COVERAGE_FLOOR, DEFAULT_SIMILARITY_THRESHOLD
 
-    assert choose_similarity_threshold(scored) == DEFAULT_SIMILARITY_THRESHOLD
+    # The similarity threshold is now the first-stage floor of the calibrated scorer, pinned by
+    # tests/cachecore/test_match_scorer.py; this study's F0.5 choice is kept for comparison.
+    assert choose_similarity_threshold(scored) >= DEFAULT_SIMILARITY_THRESHOLD
     assert choose_coverage_floor(scored) == DEFAULT_COVERAGE_FLOOR
