@@ -32,6 +32,7 @@ bench: setup
 
 eval: setup
 	$(PY) manage.py evaluate $(EVAL_ARGS)
+	$(PY) -m research.match_calibration report $(MATCH_ARGS)
 
 clean-data:
 	-$(PY) -m config.embedded_db stop
