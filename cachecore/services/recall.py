@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from cachecore import pairmodel, resolver, selectors
@@ -187,6 +187,29 @@ def _miss_reason(decision: RecallDecision) -> str:
     return MissReason.NO_CANDIDATE
 
 
+# One UPDATE (one index scan in id order, so two recalls lock shared trails in the same order
+# and cannot deadlock) marks stale trails and counts hits; the log entry goes with it.
+_WRITE_SQL = """
+    WITH touched AS (
+        UPDATE cachecore_trail SET
+            status = CASE WHEN id = ANY(%(stale)s::uuid[]) AND status = 'active' THEN 'stale' ELSE status END,
+            status_changed_at = CASE WHEN id = ANY(%(stale)s::uuid[]) AND status = 'active' THEN %(now)s
+                                     ELSE status_changed_at END,
+            hits = CASE WHEN id = ANY(%(hit)s::uuid[]) THEN hits + 1 ELSE hits END,
+            last_hit_at = CASE WHEN id = ANY(%(hit)s::uuid[]) THEN %(now)s ELSE last_hit_at END
+        WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[] || %(hit)s::uuid[])
+    )
+    INSERT INTO cachecore_recallevent (
+        id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, miss_reason, reason,
+        confidence, similarity, coverage, escalated, latency_ms, served_ids, created_at
+    )
+    SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
+           (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(hit)s::uuid[], %(outcome)s,
+           %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
+           %(latency)s, %(served)s::varchar[], %(now)s
+"""
+
+
 def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
            latency_ms: float) -> uuid.UUID:
     """Stale marks, hit counters and the log entry in one statement. The recall's writes may be
@@ -195,37 +218,27 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     recall_id = uuid.uuid4()
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute("SET LOCAL synchronous_commit = off")
-            cur.execute(
-                """
-                WITH stale AS (
-                    UPDATE cachecore_trail SET status = 'stale', status_changed_at = %(now)s
-                    WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[]) AND status = 'active'
-                ), hits AS (
-                    UPDATE cachecore_trail SET hits = hits + 1, last_hit_at = %(now)s
-                    WHERE tenant_id = %(tenant)s AND id = ANY(%(hit)s::uuid[])
-                )
-                INSERT INTO cachecore_recallevent (
-                    id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, miss_reason, reason,
-                    confidence, similarity, coverage, escalated, latency_ms, served_ids, created_at
-                )
-                SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
-                       (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(hit)s::uuid[], %(outcome)s,
-                       %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
-                       %(latency)s, %(served)s::varchar[], %(now)s
-                """,
-                {
-                    "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": hit,
-                    "id": recall_id, "scope": scope, "query": query, "subject": subject,
-                    "trail": decision.trail_id, "outcome": str(decision.outcome),
-                    "miss_reason": _miss_reason(decision), "reason": str(decision.reason),
-                    "confidence": decision.confidence, "similarity": decision.similarity,
-                    "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
-                    "served": decision.served_ids,
-                },
-            )
+    params = {
+        "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": hit,
+        "id": recall_id, "scope": scope, "query": query, "subject": subject,
+        "trail": decision.trail_id, "outcome": str(decision.outcome),
+        "miss_reason": _miss_reason(decision), "reason": str(decision.reason),
+        "confidence": decision.confidence, "similarity": decision.similarity,
+        "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
+        "served": decision.served_ids,
+    }
+    for attempt in (1, 2):
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cur:
+                    cur.execute("SET LOCAL synchronous_commit = off")
+                    cur.execute(_WRITE_SQL, params)
+            break
+        except OperationalError as exc:
+            # Another writer locked the same trails in the other order: the statement is
+            # all or nothing, so running it once more is safe.
+            if attempt == 2 or getattr(exc.__cause__, "sqlstate", None) != "40P01":
+                raise
     return recall_id
 
 
