@@ -307,11 +307,10 @@ def _evaluate(run: Run, questions: list[Question], started_at: datetime, t0: flo
     gates: dict[str, Any] = {}
     for gate in config.gates:
         if gate == "verifier" and not (verifier and verifier["available"]):
-            gates[gate] = {"skipped": True, "reason": "the built-in verifier is not available in this build "
-                           "(cachecore.engine.verifier missing, or a non-answer recorded under signal+verifier "
-                           "was not held pending with a verdict)", "probe": verifier}
-            run.notes.append("gate 'verifier' skipped: built-in verifier not available")
-            continue
+            # Never a silent skip: a non-answer recorded under signal+verifier that is not held
+            # pending with a verdict means verifier admission is broken.
+            raise RuntimeError(f"verifier admission is broken: a non-answer recorded under signal+verifier was "
+                               f"not held pending with a verdict (probe: {verifier})")
         scope = f"gate-{gate}"
         policy_before = tenant.admission_policy
         if gate == "verifier":
@@ -489,6 +488,33 @@ def _matching(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
     }
 
 
+EDIT_WAVES = 4
+
+
+def _edit_deferring_invalidation(run: Run, sections: list[dict[str, str]]) -> None:
+    """Edit sections as a large upsert does: the fan-out that marks citing trails stale is a
+    background job (never run here), chunk embeddings are left for later."""
+    if not sections:
+        return
+    from django.test.utils import override_settings
+
+    with override_settings(TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=0, TRAILCACHE_SYNC_CHUNK_LIMIT=0):
+        services.sections_upsert(tenant=run.tenant, sections=sections)
+    assert run.fts is not None
+    run.fts.refresh([s["id"] for s in sections])
+
+
+def _active_citing(run: Run, scope: str, section_ids: set[str]) -> int:
+    return (Trail.objects.filter(tenant=run.tenant, scope=scope, status=TrailStatus.ACTIVE,
+                                 citations__section_id__in=section_ids).distinct().count())
+
+
+def _was_edited(run: Run, section_id: str, originals: dict[str, str | None]) -> bool:
+    """Whether the section's current text differs from the text the trails recorded."""
+    assert run.fts is not None
+    return run.fts.texts([section_id]).get(section_id) != originals.get(section_id)
+
+
 def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
                paraphrases: Sequence[tuple[int, str]], fraction: float) -> dict[str, Any]:
     """Record every phase-1 trail (and the naive cache's copy of the cited text), edit
@@ -508,21 +534,28 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
     edited = sorted(rng.sample(cited, edit_sample_size(len(cited), fraction)))
     edited_set = set(edited)
     originals = {sid: recorded_text[sid] for sid in edited if recorded_text[sid] is not None}
-    for start in range(0, len(edited), 100):
-        batch = edited[start:start + 100]
-        upsert_synchronously(tenant=run.tenant, sections=[{"id": s, "text": edit_sentence(originals[s])}
-                                                          for s in batch if s in originals])
+    # The edits land *between* the recalls, in EDIT_WAVES waves, and their invalidation fan-out is
+    # left to a background job that does not run here: trails citing edited sections stay
+    # `active`, so only read-time validation stands between a recall and changed text.
+    waves = [edited[i::EDIT_WAVES] for i in range(EDIT_WAVES)]
+    replay_at = {round(i * len(paraphrases) / EDIT_WAVES): wave for i, wave in enumerate(waves)}
     recall = run.recall_fn(scope)
     tc = Counter()
     nv = Counter()
     try:
         with run.progress(f"staleness {pct}%: replay", len(paraphrases)) as bar:
-            for _qi, p in paraphrases:
+            for i, (_qi, p) in enumerate(paraphrases):
+                wave = replay_at.get(i)
+                if wave:
+                    _edit_deferring_invalidation(run, [{"id": s, "text": edit_sentence(originals[s])}
+                                                       for s in wave if s in originals])
+                    tc["active_trails_citing_edited"] = max(
+                        tc["active_trails_citing_edited"], _active_citing(run, scope, edited_set))
                 r = recall(p)
                 tc[r["outcome"]] += 1
                 served = {s["id"]: s["text"] for s in r["sections"] if s.get("text") is not None}
                 current = run.fts.texts(served)
-                changed = [sid for sid in served if sid in edited_set]
+                changed = [sid for sid in served if sid in edited_set and _was_edited(run, sid, originals)]
                 outdated = changed_served(served, current)
                 tc["changed_text_served"] += len(changed)
                 tc["outdated_text_served"] += len(outdated)
@@ -554,6 +587,7 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
             "recalls_serving_changed": tc["recalls_serving_changed"],
             "prefetch": tc["prefetch"], "hint": tc["hint"], "miss": tc["miss"],
             "hint_with_changed_sections": tc["hint_with_changed_sections"],
+            "active_trails_citing_edited": tc["active_trails_citing_edited"],
             "hit_rate": rate(tc["prefetch"] + tc["hint"], n),
         },
         "text_cache": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from statistics import mean, median
 
-THRESHOLDS = tuple(round(0.50 + i / 100, 2) for i in range(46))   # 0.50 … 0.95
+THRESHOLDS = tuple(round(0.30 + 0.01 * i, 2) for i in range(66))  # 0.30 … 0.95
 
 
 def rate(part: int, whole: int) -> float | None:

@@ -132,7 +132,8 @@ def test_threshold_sweep_and_point() -> None:
     sweep = threshold_sweep([0.9, 0.7, None, 0.55], [0.6, 0.52, None])
     assert [r["threshold"] for r in sweep] == list(THRESHOLDS)
     first = sweep[0]
-    assert first == {"threshold": 0.5, "hit_rate": 0.75, "false_hit_rate": round(2 / 3, 4)}
+    assert first == {"threshold": 0.3, "hit_rate": 0.75, "false_hit_rate": round(2 / 3, 4)}
+    assert sweep_point(sweep, 0.5) == {"threshold": 0.5, "hit_rate": 0.75, "false_hit_rate": round(2 / 3, 4)}
     at_70 = sweep_point(sweep, 0.7)
     assert at_70 == {"threshold": 0.7, "hit_rate": 0.5, "false_hit_rate": 0.0}
     assert sweep[-1]["hit_rate"] == 0.0
