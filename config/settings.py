@@ -163,6 +163,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = env_int("TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS", 100, minimum=0)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
+# GET /metrics: bearer token (unset: loopback only); tenants (slugs) that get their own label (others: "other").
+TRAILCACHE_METRICS_TOKEN = env_str("TRAILCACHE_METRICS_TOKEN", "")
+TRAILCACHE_METRICS_TENANTS = env_list("TRAILCACHE_METRICS_TENANTS", [])
 
 LOGGING = {
     "version": 1,
