@@ -1,11 +1,14 @@
-"""Refuse API bodies over the limit with 413 before anything reads them."""
+"""Refuse API bodies over the limit with 413 before anything reads them; refuse path and query
+values that cannot be stored (NUL, lone surrogates, too long) with 400 before any view runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS, InputRefused, check_value
 from cachecore.engine.limits import MAX_BODY_BYTES
 
 
@@ -26,3 +29,29 @@ class ApiBodyLimitMiddleware:
                     status=413,
                 )
         return self.get_response(request)
+
+
+class ApiInputMiddleware:
+    """Path and query values of API routes are checked here, once, for every view."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> HttpResponse | None:
+        if not request.path.startswith("/api/"):
+            return None
+        try:
+            for name, value in kwargs.items():
+                if isinstance(value, str):
+                    check_value(name, value, max_chars=MAX_PATH_VALUE_CHARS)
+            for name, values in request.GET.lists():
+                check_value("query parameter", name, max_chars=MAX_QUERY_VALUE_CHARS)
+                for value in values:
+                    check_value(name, value, max_chars=MAX_QUERY_VALUE_CHARS)
+        except InputRefused as exc:
+            return JsonResponse({"error": "invalid", "detail": str(exc), "fields": exc.fields}, status=400)
+        return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.utils import timezone
 from tenants.models import ApiKey, AuditAction, AuditEntry, Membership, Role, Tenant
 
 KEY_PREFIX = "tc_"
+_PREFIX_SHAPE = re.compile(r"[0-9a-f]{1,16}")
 
 
 def _digest(raw_key: str) -> str:
@@ -103,7 +105,8 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
     if not raw_key.startswith(KEY_PREFIX):
         return None
     prefix, sep, _secret = raw_key[len(KEY_PREFIX):].partition("_")
-    if not sep or not prefix:
+    # Prefixes are hex (api_key_create): anything else is not a key, and never reaches the database.
+    if not sep or not _PREFIX_SHAPE.fullmatch(prefix):
         return None
     key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
     if key is None or not hmac.compare_digest(key.digest, _digest(raw_key)):

@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.inputs import parse_bounded_instant
 from api.views.core import TenantAPIView, _validated
 from cachecore import services
 from cachecore.models import Job, JobKind, JobStatus, TrailStatus
@@ -27,6 +28,20 @@ class ExportRequestSerializer(serializers.Serializer):
                                   help_text="ISO 8601 date (through that day) or datetime, exclusive")
     subject = serializers.CharField(required=False, allow_blank=True, max_length=200)
     status = serializers.ChoiceField(choices=TrailStatus.values, required=False, allow_blank=True)
+
+    def _instant(self, value: str) -> str:
+        if value:
+            try:
+                parse_bounded_instant(value)
+            except ValueError as exc:
+                raise serializers.ValidationError(str(exc))
+        return value
+
+    def validate_since(self, value: str) -> str:
+        return self._instant(value)
+
+    def validate_until(self, value: str) -> str:
+        return self._instant(value)
 
 
 class ExportAcceptedSerializer(serializers.Serializer):
