@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import metrics
 from api import serializers as s
 from cachecore import selectors, services
 from cachecore.errors import NotFound, ScopeForbidden
@@ -126,6 +127,7 @@ class RecallView(TenantAPIView):
             tenant=self.tenant, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
         )
+        metrics.recall_observed(tenant=self.tenant, result=result)
         body = asdict(result)
         del body["explain"]
         return Response(body)
@@ -159,7 +161,7 @@ class StatsView(TenantAPIView):
 
 
 class SubjectView(TenantAPIView):
-    @extend_schema(responses=s.SubjectEraseResultSerializer,
+    @extend_schema(responses={200: s.SubjectEraseResultSerializer},
                    summary="Erase every trail and logged query recorded with a subject")
     def delete(self, request: Request, subject: str) -> Response:
         self.require_unrestricted_key("erasing a subject")

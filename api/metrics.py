@@ -1,0 +1,275 @@
+"""``GET /metrics``: Prometheus text format.
+
+Counters and histograms are updated where things happen (the recall view, trail inserts, trail
+invalidation); job, database and broker gauges are computed at scrape time from a few aggregate
+queries. Under gunicorn, set ``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so every worker's
+counts are summed at scrape time.
+
+Tenant labels are bounded: only the tenants listed in ``TRAILCACHE_METRICS_TENANTS`` (slugs) get
+their own label value, every other tenant is ``other``.
+
+Access: ``Authorization: Bearer <TRAILCACHE_METRICS_TOKEN>`` when the setting is set, else only
+from loopback addresses.
+
+The recall latency phases come from timing wrappers around the recall service's steps, installed
+once here (the service stays free of metrics code): ``embedding`` (the query's embedding), ``search``
+(the one-snapshot read of candidates and cited hashes), ``scoring`` (the pair model), ``validation``
+(resolver checks and the decision, which compares hashes), ``write`` (the log entry) and ``total``.
+``tests/api/test_metrics.py`` fails when a step it wraps is renamed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import importlib
+import ipaddress
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Min
+from django.db.models.signals import post_save
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+OTHER_TENANT = "other"
+PHASES = ("embedding", "search", "scoring", "validation", "write")
+
+# Process-local registry (single-process mode); in multiprocess mode the values live in files and
+# are collected from PROMETHEUS_MULTIPROC_DIR at scrape time.
+PROCESS_REGISTRY = CollectorRegistry(auto_describe=True)
+
+RECALLS = Counter("trailcache_recalls", "Recalls answered, by outcome and reason.",
+                  ["tenant", "outcome", "reason"], registry=PROCESS_REGISTRY)
+RECALL_SECONDS = Histogram(
+    "trailcache_recall_duration_seconds", "Recall latency by phase (and total).", ["phase"],
+    buckets=(0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5),
+    registry=PROCESS_REGISTRY,
+)
+RECALL_SIMILARITY = Histogram(
+    "trailcache_recall_best_similarity", "Cosine similarity of the best candidate (recalls with a candidate).",
+    ["outcome"], buckets=tuple(round(0.05 * i, 2) for i in range(4, 21)), registry=PROCESS_REGISTRY,
+)
+RECALL_CONFIDENCE = Histogram(
+    "trailcache_recall_confidence", "Confidence of the answer (0 when nothing was close).", ["outcome"],
+    buckets=tuple(round(0.1 * i, 1) for i in range(1, 11)), registry=PROCESS_REGISTRY,
+)
+RECORDS = Counter("trailcache_records", "Trails recorded, by admission status.", ["tenant", "status"],
+                  registry=PROCESS_REGISTRY)
+INVALIDATIONS = Counter("trailcache_invalidated_trails",
+                        "Trails invalidated by section changes (upserts, deletes, background fan-out).",
+                        registry=PROCESS_REGISTRY)
+
+
+def tenant_label(tenant: Any) -> str:
+    slug = getattr(tenant, "slug", "")
+    return slug if slug and slug in settings.TRAILCACHE_METRICS_TENANTS else OTHER_TENANT
+
+
+# --- recall phases -------------------------------------------------------------------------
+_timings = threading.local()
+
+
+def _phase_add(phase: str, seconds: float) -> None:
+    phases = getattr(_timings, "phases", None)
+    if phases is not None:
+        phases[phase] = phases.get(phase, 0.0) + seconds
+
+
+def _timed(phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _phase_add(phase, time.perf_counter() - started)
+
+    wrapper.trailcache_timed = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+class _TimedEmbedder:
+    """The embedder with ``embed_one`` timed; the first step of a recall starts its clock."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+
+    def embed_one(self, text: str) -> Any:
+        _timings.started = time.perf_counter()
+        _timings.phases = {}
+        started = time.perf_counter()
+        try:
+            return self._embedder.embed_one(text)
+        finally:
+            _phase_add("embedding", time.perf_counter() - started)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+
+def install_recall_timers() -> list[str]:
+    """Wrap the recall service's steps once; returns the names wrapped (a test pins them)."""
+    # The modules, not the package's re-exported functions of the same name.
+    recall_module = importlib.import_module("cachecore.services.recall")
+    sections_module = importlib.import_module("cachecore.services.sections")
+
+    wrapped = []
+    for name, phase in (("_read_snapshot", "search"), ("_pair_scores", "scoring"), ("_resolve_remote", "validation"),
+                        ("decide", "validation"), ("_write", "write")):
+        fn = getattr(recall_module, name, None)
+        if fn is not None and not getattr(fn, "trailcache_timed", False):
+            setattr(recall_module, name, _timed(phase, fn))
+        if fn is not None:
+            wrapped.append(name)
+    get_embedder = getattr(recall_module, "get_embedder", None)
+    if get_embedder is not None and not getattr(get_embedder, "trailcache_timed", False):
+        def timed_get_embedder(*args: Any, **kwargs: Any) -> Any:
+            return _TimedEmbedder(get_embedder(*args, **kwargs))
+
+        timed_get_embedder.trailcache_timed = True  # type: ignore[attr-defined]
+        recall_module.get_embedder = timed_get_embedder
+    if get_embedder is not None:
+        wrapped.append("get_embedder")
+    invalidate = getattr(sections_module, "trails_invalidate_for_sections", None)
+    if invalidate is not None and not getattr(invalidate, "trailcache_timed", False):
+        @functools.wraps(invalidate)
+        def counted_invalidate(*args: Any, **kwargs: Any) -> Any:
+            affected = invalidate(*args, **kwargs)
+            if isinstance(affected, int) and affected > 0:
+                transaction.on_commit(lambda: INVALIDATIONS.inc(affected))
+            return affected
+
+        counted_invalidate.trailcache_timed = True  # type: ignore[attr-defined]
+        sections_module.trails_invalidate_for_sections = counted_invalidate
+    if invalidate is not None:
+        wrapped.append("trails_invalidate_for_sections")
+    return wrapped
+
+
+def recall_observed(*, tenant: Any, result: Any) -> None:
+    """Count one answered recall (called by the recall view after the service returned)."""
+    RECALLS.labels(tenant_label(tenant), result.outcome, result.reason or "none").inc()
+    if result.similarity is not None:
+        RECALL_SIMILARITY.labels(result.outcome).observe(result.similarity)
+    RECALL_CONFIDENCE.labels(result.outcome).observe(result.confidence or 0.0)
+    phases = getattr(_timings, "phases", None)
+    started = getattr(_timings, "started", None)
+    _timings.phases = None
+    _timings.started = None
+    if phases is None or started is None:
+        return
+    for phase, seconds in phases.items():
+        RECALL_SECONDS.labels(phase).observe(seconds)
+    RECALL_SECONDS.labels("total").observe(time.perf_counter() - started)
+
+
+def _trail_saved(sender: Any, instance: Any, created: bool, **_: Any) -> None:
+    if created:
+        label, status = tenant_label(instance.tenant), str(instance.status)
+        transaction.on_commit(lambda: RECORDS.labels(label, status).inc())
+
+
+def _connect_signals() -> None:
+    from cachecore.models import Trail
+
+    post_save.connect(_trail_saved, sender=Trail, dispatch_uid="trailcache-metrics-records")
+
+
+# --- scrape-time gauges ----------------------------------------------------------------------
+def _broker_up() -> bool:
+    from config.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0, timeout=2)
+        return True
+    except Exception:  # any broker failure is a 0, never a failed scrape
+        return False
+
+
+class ScrapeCollector(Collector):
+    """Jobs by kind and status, the oldest queued job's age, database and broker up."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from cachecore.models import Job, JobKind, JobStatus
+
+        jobs = GaugeMetricFamily("trailcache_jobs", "Background jobs by kind and status (queued, running, failed).",
+                                 labels=["kind", "status"])
+        oldest = GaugeMetricFamily("trailcache_job_oldest_queued_age_seconds",
+                                   "Age of the oldest queued job, by kind (0 when none).", labels=["kind"])
+        database = GaugeMetricFamily("trailcache_database_up", "1 when the database answers.")
+        counts: dict[tuple[str, str], int] = {}
+        ages: dict[str, float] = {}
+        try:
+            rows = (Job.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED])
+                    .order_by().values("kind", "status").annotate(n=Count("id"), oldest=Min("created_at")))
+            now = timezone.now()
+            for row in rows:
+                counts[(row["kind"], row["status"])] = row["n"]
+                if row["status"] == JobStatus.QUEUED:
+                    ages[row["kind"]] = max(0.0, (now - row["oldest"]).total_seconds())
+            database.add_metric([], 1)
+        except Exception:  # a database outage is reported as a 0, the scrape still answers
+            connection.close_if_unusable_or_obsolete()
+            database.add_metric([], 0)
+        for kind in JobKind.values:
+            for status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.FAILED):
+                jobs.add_metric([kind, str(status)], counts.get((kind, str(status)), 0))
+            oldest.add_metric([kind], ages.get(kind, 0.0))
+        broker = GaugeMetricFamily("trailcache_broker_up", "1 when the Celery broker accepts a connection.")
+        broker.add_metric([], 1 if _broker_up() else 0)
+        yield from (jobs, oldest, database, broker)
+
+
+def render() -> bytes:
+    """What a scrape returns: this process's metrics (or, multiprocess, every worker's summed),
+    then the gauges read now."""
+    scraped = CollectorRegistry()
+    scraped.register(ScrapeCollector())
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        counted = CollectorRegistry()
+        multiprocess.MultiProcessCollector(counted)
+    else:
+        counted = PROCESS_REGISTRY
+    return generate_latest(counted) + generate_latest(scraped)
+
+
+# --- access ----------------------------------------------------------------------------------
+def _allowed(request: HttpRequest) -> bool:
+    token = settings.TRAILCACHE_METRICS_TOKEN
+    if token:
+        header = request.headers.get("Authorization", "")
+        scheme, _, given = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False
+
+
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    if not _allowed(request):
+        response = HttpResponse("metrics: a bearer token or a loopback address is required\n", status=403,
+                                content_type="text/plain")
+        if settings.TRAILCACHE_METRICS_TOKEN:
+            response.status_code = 401
+            response["WWW-Authenticate"] = "Bearer"
+        return response
+    return HttpResponse(render(), content_type=CONTENT_TYPE_LATEST)
+
+
+install_recall_timers()
+_connect_signals()
