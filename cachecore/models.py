@@ -126,6 +126,9 @@ class Trail(models.Model):
     expires_at = models.DateTimeField()
     last_hit_at = models.DateTimeField(null=True, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # Prefetch only above this confidence: set when served text went uncited, lowered by later
+    # citations (engine/boundary.py). Null: no boundary.
+    prefetch_boundary = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -206,11 +209,16 @@ class RecallEvent(models.Model):
     escalated = models.BooleanField(default=False)
     latency_ms = models.FloatField()
     served_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)
+    # Every section id the answer named (served as text or hinted).
+    offered_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)
     # Every trail whose sections were served or hinted (more than one when trails were merged).
     trail_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     # Filled by the record that names this recall_id.
     recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     served_cited = models.PositiveIntegerField(null=True)
+    # The label from behaviour: the following record cited some of the offered sections (True),
+    # none of them (False); null while no record named this recall.
+    offered_cited = models.BooleanField(null=True)
     feedback = models.BooleanField(null=True)
     feedback_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

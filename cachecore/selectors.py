@@ -62,6 +62,7 @@ class Candidate:
     similarity: float
     query_normalised: str
     steps: list[object] = field(default_factory=list, compare=False, repr=False)
+    boundary: float | None = None
 
 
 def _json(value: object) -> list[object]:
@@ -131,7 +132,8 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
             # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
             # each distance once (sorting by a second copy of the expression costs ~20%).
             cur.execute(
-                "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, distance, query_normalised "
+                "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+                "FROM (SELECT id, distance, query_normalised "
                 "FROM (SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
                 f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
                 [vector, tenant.pk, scope, timezone.now(), model, limit],
@@ -140,7 +142,8 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
             # One round trip: the settings and the query travel together (client-side binding).
             cur.execute(
                 f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                "SELECT n.id, n.distance, n.query_normalised, t.steps FROM (SELECT id, embedding <=> %s::vector "
+                "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+                "FROM (SELECT id, embedding <=> %s::vector "
                 f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> %s::vector "
                 "LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
                 [vector, tenant.pk, scope, timezone.now(), model, vector, limit],
@@ -148,7 +151,7 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
             while cur.description is None and cur.nextset():
                 pass
         rows = cur.fetchall()
-    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3])) for r in rows]
+    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3]), r[4]) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
     return candidates
 

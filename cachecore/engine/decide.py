@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from cachecore.engine.boundary import blocks_prefetch
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.evidence import Idf, TrailContext, match_features
 from cachecore.engine.hint import hint_text
@@ -43,6 +44,7 @@ class Reason(StrEnum):
     UNVERIFIED = "unverified"          # hint: the resolver could not confirm some sections
     HASH_ONLY = "hash_only"            # hint: sections kept by hash only, no text here
     LOW_COVERAGE = "low_coverage"      # hint (escalated): the sections cover the query poorly
+    NOT_CITED_BEFORE = "not_cited_before"  # hint: this trail's text went uncited at this confidence
     NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
     NO_MATCH = "no_match"              # miss: nothing similar or confident enough
     STALE = "stale"                    # miss: every matching trail's sections changed
@@ -101,6 +103,8 @@ class Candidate:
     query_normalised: str
     steps: Any
     cited: tuple[Cited, ...]
+    # The trail's prefetch boundary learned from uncited prefetches (engine/boundary.py).
+    boundary: float | None = None
 
 
 @dataclass
@@ -264,6 +268,8 @@ def decide(
         reason = Reason.AMBIGUOUS
     elif best.confidence < policy.prefetch_confidence:
         reason = Reason.LOW_CONFIDENCE
+    elif blocks_prefetch(best.candidate.boundary, best.confidence):
+        reason = Reason.NOT_CITED_BEFORE
     elif escalated:
         reason = Reason.LOW_COVERAGE
     else:
@@ -290,7 +296,8 @@ def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: b
         return []
     floor = policy.prefetch_confidence if prefetch else policy.hint_confidence
     return [s for s in rest if s.candidate.similarity >= best.candidate.similarity - policy.merge_margin
-            and s.confidence >= floor and s.polarity is None]
+            and s.confidence >= floor and s.polarity is None
+            and not (prefetch and blocks_prefetch(s.candidate.boundary, s.confidence))]
 
 
 def _fill(decision: RecallDecision, best: Scored, others: Sequence[Scored], budget: int) -> None:

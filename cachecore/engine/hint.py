@@ -9,6 +9,7 @@ _CAUTION = {
     "low_confidence": "It may not be the same question: search as well, and use these only if they answer it.",
     "ambiguous": "Several earlier questions come close and cited different sections: check which one fits.",
     "polarity": "The earlier question asked the opposite of this one: search for this one.",
+    "not_cited_before": "When served as text before, these were not what the answer needed: search as well.",
 }
 
 

@@ -11,10 +11,12 @@ from django.utils import timezone
 from cachecore import selectors
 from cachecore.models import (
     RecallEvent,
+    RecallOutcome,
     SignalSource,
     Trail,
     TrailStatus,
 )
+from cachecore.services.trails import trail_boundary_learn
 from tenants.models import Tenant
 
 
@@ -35,6 +37,9 @@ def feedback_apply(*, tenant: Tenant, recall_id: object, accepted: bool) -> Reca
         )
         if accepted:
             served.update(positive_feedback=F("positive_feedback") + 1)
+            if event.trail_id and event.outcome != RecallOutcome.MISS:
+                # Explicit approval counts like a citation: the boundary may fall again.
+                trail_boundary_learn(tenant=tenant, trail_id=event.trail_id, confidence=event.confidence, cited=True)
             recorded.update(
                 status=TrailStatus.ACTIVE, status_changed_at=now, signal_source=SignalSource.USER,
                 signal_accepted=True, expires_at=now + timedelta(days=tenant.trail_ttl_days),

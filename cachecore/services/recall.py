@@ -159,7 +159,7 @@ def recall(
                   unverified=s.section_id in unverified, query_terms=s.query_terms,
                   coverage=s.coverage, trail_coverage=s.trail_coverage)
             for s in read.cited.get(c.trail_id, [])
-        ))
+        ), boundary=c.boundary)
         for c in read.candidates
     ]
     decision = decide(
@@ -201,12 +201,12 @@ _WRITE_SQL = """
     )
     INSERT INTO cachecore_recallevent (
         id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, miss_reason, reason,
-        confidence, similarity, coverage, escalated, latency_ms, served_ids, created_at
+        confidence, similarity, coverage, escalated, latency_ms, served_ids, offered_ids, created_at
     )
     SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
            (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(hit)s::uuid[], %(outcome)s,
            %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
-           %(latency)s, %(served)s::varchar[], %(now)s
+           %(latency)s, %(served)s::varchar[], %(offered)s::varchar[], %(now)s
 """
 
 
@@ -225,7 +225,7 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
         "miss_reason": _miss_reason(decision), "reason": str(decision.reason),
         "confidence": decision.confidence, "similarity": decision.similarity,
         "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
-        "served": decision.served_ids,
+        "served": decision.served_ids, "offered": [s["id"] for s in decision.sections],
     }
     for attempt in (1, 2):
         try:

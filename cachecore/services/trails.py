@@ -11,11 +11,13 @@ from django.utils import timezone
 
 from cachecore import resolver, selectors
 from cachecore.embedding import get_embedder
+from cachecore.engine.boundary import boundary_after
 from cachecore.engine.text import normalise_query
 from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
     Citation,
     RecallEvent,
+    RecallOutcome,
     Trail,
     TrailStatus,
 )
@@ -81,12 +83,46 @@ def trail_record(
         ])
         if recall_event is not None:
             cited_set = set(cited)
+            label = recall_label(recall_event, cited_set)
+            first_label = recall_event.offered_cited is None
             RecallEvent.objects.filter(pk=recall_event.pk).update(
                 recorded_trail=trail,
                 served_cited=sum(1 for sid in recall_event.served_ids if sid in cited_set),
+                offered_cited=label if first_label else recall_event.offered_cited,
                 subject=subject or recall_event.subject,
             )
+            if label is not None and first_label:
+                # Only served text that went uncited raises a boundary; any citation lowers it.
+                if label or recall_event.outcome == RecallOutcome.PREFETCH:
+                    trail_boundary_learn(tenant=tenant, trail_id=recall_event.trail_id,
+                                         confidence=recall_event.confidence, cited=label)
     return trail
+
+
+def recall_label(event: RecallEvent, cited: set[str]) -> bool | None:
+    """What the record following ``event`` says of it: True when it cited some of the sections
+    the recall offered, False when none; None when the recall offered nothing (a miss)."""
+    if event.outcome == RecallOutcome.MISS or not event.trail_id:
+        return None
+    offered = event.offered_ids or event.served_ids
+    if not offered:
+        return None
+    return any(sid in cited for sid in offered)
+
+
+def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool) -> None:
+    """Move the trail's prefetch boundary by one label (engine/boundary.py)."""
+    if trail_id is None or confidence is None:
+        return
+    with transaction.atomic():
+        trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only(
+            "pk", "prefetch_boundary").first()
+        if trail is None:
+            return
+        moved = boundary_after(boundary=trail.prefetch_boundary, confidence=confidence, cited=cited,
+                               prefetch_confidence=tenant.prefetch_confidence)
+        if moved != trail.prefetch_boundary:
+            Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=moved)
 
 
 def trail_delete(*, tenant: Tenant, trail_id: object) -> None:

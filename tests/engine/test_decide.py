@@ -130,3 +130,19 @@ def test_the_most_confident_candidate_answers_not_the_nearest():
     right = cand("t2", 0.93, cited("b"), question="install acme on debian")
     d = run(near, right, policy=policy)
     assert d.trail_id == "t2"
+
+
+def test_a_trail_whose_text_went_uncited_prefetches_only_above_its_boundary():
+    from cachecore.engine.boundary import boundary_after
+
+    blocked = run(Candidate("t1", 0.99, QUERY, [], (cited("a"),), boundary=1.0))
+    assert (blocked.outcome, blocked.reason) == (Outcome.HINT, Reason.NOT_CITED_BEFORE)
+    assert "not what the answer needed" in blocked.hint
+    below = run(Candidate("t1", 0.95, "install acme on debian please", [], (cited("a"),), boundary=0.9))
+    assert below.outcome is Outcome.PREFETCH  # confidence 0.95 beats the boundary 0.9 (cosine 0.95)
+    # The boundary rises to an uncited prefetch's confidence and falls under a cited one's.
+    assert boundary_after(boundary=None, confidence=0.9, cited=False, prefetch_confidence=0.8) == 0.9
+    assert boundary_after(boundary=0.9, confidence=0.85, cited=False, prefetch_confidence=0.8) == 0.9
+    assert boundary_after(boundary=0.95, confidence=0.9, cited=True, prefetch_confidence=0.8) == 0.88
+    assert boundary_after(boundary=0.95, confidence=0.81, cited=True, prefetch_confidence=0.8) is None
+    assert boundary_after(boundary=None, confidence=0.9, cited=True, prefetch_confidence=0.8) is None
