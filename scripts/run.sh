@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
 mkdir -p .data
+# /metrics sums the gunicorn workers' counters from these files (emptied at each start).
+export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$PWD/.data/prometheus}"; mkdir -p "$PROMETHEUS_MULTIPROC_DIR"; rm -f "$PROMETHEUS_MULTIPROC_DIR"/*.db
 
 pids=()
 cleanup() {
