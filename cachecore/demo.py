@@ -1,17 +1,27 @@
 """Sample data for the demo tenant: a small product manual, trails recorded against it, and
-two weeks of recalls, all written through the services so they behave like real traffic."""
+about four weeks of recalls, all written through the services so they behave like real
+traffic, then back-dated. Everything is generated relative to now and inside the tenant's own
+retention windows, so the retention sweep finds nothing to redact or delete: every question
+stays readable."""
 
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db.models import OuterRef, Subquery
+from django.db import transaction
+from django.db.models import Max, OuterRef, Subquery
+from django.test.utils import override_settings
 from django.utils import timezone
 
 from cachecore import services
-from cachecore.models import RecallEvent, Section, Trail
-from tenants.models import Tenant
+from cachecore.models import DailyStat, Job, JobKind, JobStatus, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
+from tenants.models import DEFAULT_COVERAGE_FLOOR, Tenant
+from tenants.services import tenant_settings_update
+
+DEMO_ACTOR = "operator:demo@trailcache.local"
+DEMO_COVERAGE_FLOOR = 0.45
 
 SECTIONS = {
     "manual/install.md#requirements": "Acme Sync runs on Linux, macOS and Windows. It needs 2 GB of memory "
@@ -34,82 +44,217 @@ SECTIONS = {
     "sign-in. Turn it on under Account, Security. Keep the recovery codes somewhere safe.",
     "manual/billing.md#plans": "The Free plan includes 5 GB of storage. The Pro plan includes 2 TB and priority "
     "support. Plans are billed monthly or yearly; yearly billing saves two months.",
+    "manual/billing.md#invoices": "Invoices are emailed to the account owner on each billing date. Past invoices "
+    "are listed under Account, Billing, where each one can be downloaded as a PDF.",
 }
 
-TRAILS = [
-    ("default", "How do I install Acme Sync on Ubuntu?", ["manual/install.md#requirements", "manual/install.md#linux"]),
-    ("default", "What happens when a file is edited on two computers at once?", ["manual/sync.md#conflicts"]),
-    ("default", "How can I stop some folders from syncing to my laptop?", ["manual/sync.md#selective"]),
-    ("default", "How do I reset my password?", ["manual/account.md#password"]),
-    ("default", "How do I turn on two-factor authentication?", ["manual/account.md#two-factor"]),
-    ("group:premium", "How much storage does the Pro plan include?", ["manual/billing.md#plans"]),
-    ("default", "How do I limit the upload speed?", ["manual/sync.md#bandwidth"]),
-]
 
-RECALLS = [
-    ("default", "how to install acme sync on debian"),
-    ("default", "Installing Acme Sync on an Ubuntu machine"),
-    ("default", "two devices changed the same file, what happens?"),
-    ("default", "choose which folders sync to my laptop"),
-    ("default", "I forgot my password, how do I reset it?"),
-    ("default", "enable 2FA on my account"),
-    ("default", "how do I cap the upload rate?"),
-    ("default", "does acme sync support arm processors"),
-    ("default", "how do I export my contacts"),
-    ("group:premium", "what storage do I get with Pro?"),
-]
+@dataclass(frozen=True)
+class DemoTrail:
+    key: str
+    scope: str
+    query: str
+    cited: tuple[str, ...]
+    # Questions agents asked later that mean the same (served as prefetch while valid).
+    paraphrases: tuple[str, ...]
 
+
+TRAILS = (
+    DemoTrail("install", "default", "How do I install Acme Sync on Ubuntu?",
+              ("manual/install.md#requirements", "manual/install.md#linux"),
+              ("How do I install Acme Sync on Ubuntu", "how to install acme sync on ubuntu?",
+               "How can I install Acme Sync on Ubuntu?")),
+    DemoTrail("conflicts", "default", "What happens when a file is edited on two computers at once?",
+              ("manual/sync.md#conflicts",),
+              ("What happens when a file is edited on two computers at once",
+               "what happens if a file is edited on two computers at once?")),
+    DemoTrail("selective", "default", "How can I stop some folders from syncing to my laptop?",
+              ("manual/sync.md#selective",),
+              ("How can I stop some folders from syncing to my laptop",
+               "how can i stop certain folders from syncing to my laptop?")),
+    DemoTrail("password", "default", "How do I reset my password?", ("manual/account.md#password",),
+              ("How do I reset my password", "how do i reset my password?", "How can I reset my password?")),
+    DemoTrail("two-factor", "default", "How do I turn on two-factor authentication?",
+              ("manual/account.md#two-factor",),
+              ("How do I turn on two-factor authentication", "how do I turn on two factor authentication?")),
+    DemoTrail("plans", "group:premium", "How much storage does the Pro plan include?", ("manual/billing.md#plans",),
+              ("How much storage does the Pro plan include", "how much storage does the pro plan include?")),
+    DemoTrail("bandwidth", "default", "How do I limit the upload speed?", ("manual/sync.md#bandwidth",),
+              ("How do I limit the upload speed", "how do I limit the upload speed?")),
+    DemoTrail("delete", "default", "How do I delete my account?", ("manual/account.md#delete",),
+              ("How do I delete my account", "how do i delete my account?")),
+    DemoTrail("invoices", "default", "Where can I download my invoices?", ("manual/billing.md#invoices",),
+              ("Where can I download my invoices", "where can i download my invoices?")),
+)
+
+# Near questions (a different need, or more than the cited text covers) and questions the
+# manual does not answer: hints, escalations and misses.
+NEAR = (
+    ("default", "How do I install Acme Sync on Ubuntu and move my old settings across?"),
+    ("default", "What happens to shared links when a file is edited on two computers at once?"),
+    ("default", "How do I reset my password and also change the email address on my account?"),
+    ("default", "Can I reset my password without access to my email?"),
+    ("default", "How do I turn off two-factor authentication?"),
+    ("default", "How do I limit the download speed at night only?"),
+    ("group:premium", "How much does the Pro plan cost per year?"),
+)
+UNRELATED = (
+    ("default", "How do I export my contacts?"),
+    ("default", "Does Acme Sync work with a NAS drive?"),
+    ("default", "Can I share a folder with someone outside my team?"),
+    ("default", "Is there a dark mode?"),
+    ("group:premium", "Can I get a refund for my annual plan?"),
+)
 
 EDITS = [
-    # A manual edit some days ago: the bandwidth trail goes stale, the install trail becomes a hint.
+    # A manual edit some days ago: the bandwidth trail goes stale, the install trail recalls as a hint.
     {"id": "manual/sync.md#bandwidth", "text": SECTIONS["manual/sync.md#bandwidth"] + " Limits can be scheduled."},
     {"id": "manual/install.md#linux", "text": SECTIONS["manual/install.md#linux"].replace("dnf", "dnf or yum")},
 ]
 
+PENDING_QUERY = "Can I delete my account and keep my files?"
 
-def seed_demo_data(*, tenant: Tenant, days: int = 35, edit_days_ago: int = 9) -> str:
-    """Seed once: does nothing when the tenant already has sections. Recalls are spread over
-    ``days`` days; the manual is edited ``edit_days_ago`` days ago, so the dashboard shows
-    hints and stale misses after that day, and the trail list shows every status."""
-    if Section.objects.filter(tenant=tenant).exists():
+
+def demo_span_days(tenant: Tenant) -> int:
+    """How many days back the demo reaches: four weeks, but always inside the tenant's query,
+    recall-log and trail retention, so nothing seeded is redacted or deleted by the sweep."""
+    return max(2, min(28, tenant.query_retention_days - 2, tenant.recall_log_retention_days - 2,
+                      tenant.trail_ttl_days - 2))
+
+
+def demo_is_current(*, tenant: Tenant, now: datetime | None = None) -> bool:
+    """True when the demo data was generated in the last 20 hours and nothing of it has been
+    redacted: then a second `make run` leaves it as it is."""
+    now = now or timezone.now()
+    if not Section.objects.filter(tenant=tenant).exists():
+        return False
+    newest = RecallEvent.objects.filter(tenant=tenant).aggregate(newest=Max("created_at"))["newest"]
+    if newest is None or newest < now - timedelta(hours=20):
+        return False
+    return not Trail.objects.filter(tenant=tenant, query_redacted_at__isnull=False).exists()
+
+
+def demo_clear(*, tenant: Tenant) -> None:
+    """Forget the tenant's sections, trails, recalls and daily stats (not its keys, jobs, audit)."""
+    with transaction.atomic():
+        RecallEvent.objects.filter(tenant=tenant).delete()
+        Trail.objects.filter(tenant=tenant).delete()
+        Section.objects.filter(tenant=tenant).delete()
+        DailyStat.objects.filter(tenant=tenant).delete()
+
+
+def seed_demo_data(*, tenant: Tenant, now: datetime | None = None, force: bool = False) -> str:
+    """Generate the demo relative to ``now``; idempotent: does nothing while the data is
+    current (see demo_is_current), else replaces it. Returns a one-line summary, or ""."""
+    now = now or timezone.now()
+    if not force and demo_is_current(tenant=tenant, now=now):
         return ""
+    demo_clear(tenant=tenant)
+    return _generate(tenant=tenant, now=now, days=demo_span_days(tenant))
+
+
+def _compliance_history(*, tenant: Tenant) -> None:
+    """Once per tenant: an export of the premium scope and one subject's erasure, run here as
+    the worker would, so the exports page and the audit log have entries to show."""
+    if not Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).exists():
+        job = services.export_request(tenant=tenant, format="csv", scope="group:premium", actor_label=DEMO_ACTOR)
+        services.job_execute(job_id=str(job.pk))
+    if not Job.objects.filter(tenant=tenant, kind=JobKind.SUBJECT_ERASE).exists():
+        job = services.subject_erase_request(tenant=tenant, subject="demo-user-5", actor_label=DEMO_ACTOR)
+        services.job_execute(job_id=str(job.pk))
+
+
+def _at(now: datetime, day: int, rng: random.Random) -> datetime:
+    """A moment on ``day`` days ago during working hours (UTC), never in the future."""
+    base = (now - timedelta(days=day)).replace(hour=8, minute=0, second=0, microsecond=0)
+    return min(base + timedelta(minutes=rng.randint(0, 10 * 60)), now - timedelta(minutes=rng.randint(2, 50)))
+
+
+def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
+    rng = random.Random(7)
+    if tenant.coverage_floor == DEFAULT_COVERAGE_FLOOR:
+        # A stricter floor than the default: thinly covered prefetches become escalated hints.
+        tenant_settings_update(tenant=tenant, changes={"coverage_floor": DEMO_COVERAGE_FLOOR}, actor_label=DEMO_ACTOR)
     services.sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
-    now = timezone.now()
-    recorded = []
-    for i, (scope, query, cited) in enumerate(TRAILS):
-        trail = services.trail_record(
-            tenant=tenant, scope=scope, query=query, cited=cited,
-            steps=[{"tool": "search", "args": {"q": query}, "returned": cited}],
+    trails: dict[str, Trail] = {}
+    for i, demo in enumerate(TRAILS):
+        trails[demo.key] = services.trail_record(
+            tenant=tenant, scope=demo.scope, query=demo.query, cited=list(demo.cited),
+            steps=[{"tool": "search", "args": {"q": demo.query}, "returned": list(demo.cited)}],
             signal={"source": "user", "accepted": True}, subject=f"demo-user-{1 + i % 3}",
         )
-        recorded.append(trail.pk)
-    # Recorded without a signal: pending, never served until positive feedback arrives.
-    services.trail_record(
-        tenant=tenant, scope="default", query="Can I delete my account and keep my files?",
-        cited=["manual/account.md#delete"],
-        steps=[{"tool": "search", "args": {"q": "delete account files"}, "returned": ["manual/account.md#delete"]}],
-        signal=None,
-    )
-    for offset, pk in enumerate(recorded):
-        Trail.objects.filter(pk=pk).update(created_at=now - timedelta(days=days + 1, hours=offset * 5))
-    rng = random.Random(7)
+    # Recorded in the first days of the window, a few hours apart.
+    for i, demo in enumerate(TRAILS):
+        created = now - timedelta(days=days, hours=-2 - i * 5)
+        Trail.objects.filter(pk=trails[demo.key].pk).update(created_at=created,
+                                                             expires_at=created + timedelta(days=tenant.trail_ttl_days))
+    edit_day = max(1, days // 3)  # the manual is edited about a week before today
+    quarantine_day = max(edit_day + 1, days * 2 // 3)  # an agent's user rejects what "delete" served
+    by_key = {demo.key: demo for demo in TRAILS}
     made = 0
-    for day in range(days, -1, -1):
-        if day == edit_days_ago:
-            services.sections_upsert(tenant=tenant, sections=EDITS)
-        for _ in range(rng.randint(3, 9)):
-            scope, query = rng.choice(RECALLS)
-            result = services.recall(tenant=tenant, scope=scope, query=query)
+    feedback = 0
+    for day in range(days - 1, -1, -1):
+        if day == edit_day:
+            # A large docs import: the fan-out runs as a background job, so recalls that come
+            # before it find every cited hash changed (miss, reason "stale") and mark the trail.
+            with override_settings(TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=0):
+                services.sections_upsert(tenant=tenant, sections=EDITS)
+            fan_out = list(Job.objects.filter(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE,
+                                              status=JobStatus.QUEUED).values_list("pk", flat=True))
+        weekend = (now - timedelta(days=day)).weekday() >= 5
+        asks: list[tuple[str, str, str | None]] = []
+        for _ in range(rng.randint(3, 6) if weekend else rng.randint(7, 13)):
+            roll = rng.random()
+            if roll < 0.68:
+                demo = by_key[rng.choice([d.key for d in TRAILS])]
+                asks.append((demo.scope, rng.choice(demo.paraphrases), demo.key))
+            elif roll < 0.84:
+                asks.append((*rng.choice(NEAR), None))
+            else:
+                asks.append((*rng.choice(UNRELATED), None))
+        if day == edit_day:  # asked again before the fan-out has run: a stale miss
+            asks.insert(0, ("default", by_key["bandwidth"].paraphrases[0], None))
+        if day == quarantine_day:
+            demo = by_key["delete"]
+            asks.append((demo.scope, demo.paraphrases[0], "reject"))
+        for scope, query, tag in asks:
+            result = services.recall(tenant=tenant, scope=scope, query=query,
+                                     subject=f"demo-user-{rng.randint(1, 5)}")
             made += 1
-            when = now - timedelta(days=day, minutes=rng.randint(0, 600))
+            when = _at(now, day, rng)
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)
-            if result.outcome != "miss" and rng.random() < 0.3:
-                # Rare negative feedback: the trail served is quarantined for review.
-                services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=rng.random() < 0.96)
-    if edit_days_ago > days:
-        services.sections_upsert(tenant=tenant, sections=EDITS)
+            if result.outcome == RecallOutcome.MISS:
+                continue
+            if tag != "reject" and rng.random() >= 0.35:
+                continue
+            # Negative feedback quarantines the trail served, for review in the console.
+            event = services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=tag != "reject")
+            feedback += 1
+            later = when + timedelta(minutes=3)
+            RecallEvent.objects.filter(pk=event.pk).update(feedback_at=later)
+            if tag == "reject" and event.trail_id:
+                Trail.objects.filter(pk=event.trail_id).update(status_changed_at=later)
+        if day == edit_day:
+            for job_id in fan_out:  # the background fan-out catches up at the end of that day
+                services.job_execute(job_id=str(job_id))
+    # Recorded an hour ago without a signal: pending, never served until positive feedback arrives.
+    pending = services.trail_record(
+        tenant=tenant, scope="default", query=PENDING_QUERY, cited=["manual/account.md#delete"],
+        steps=[{"tool": "search", "args": {"q": "delete account keep files"},
+                "returned": ["manual/account.md#delete"]}],
+        signal=None, subject="demo-user-4",
+    )
+    Trail.objects.filter(pk=pending.pk).update(created_at=now - timedelta(hours=1))
+    # The edit made the sections' and trails' state change on that day, not today.
+    edited_at = _at(now, edit_day, rng)
+    Section.objects.filter(tenant=tenant, external_id__in=[e["id"] for e in EDITS]).update(updated_at=edited_at)
+    Trail.objects.filter(tenant=tenant, status=TrailStatus.STALE).update(status_changed_at=edited_at)
     # Recalls were back-dated above; so are the trails' last hits.
-    last_hit = (RecallEvent.objects.filter(trail=OuterRef("pk")).exclude(outcome="miss")
+    last_hit = (RecallEvent.objects.filter(trail=OuterRef("pk")).exclude(outcome=RecallOutcome.MISS)
                 .order_by("-created_at").values("created_at")[:1])
     Trail.objects.filter(tenant=tenant, last_hit_at__isnull=False).update(last_hit_at=Subquery(last_hit))
-    return f"{len(SECTIONS)} sections, {len(TRAILS) + 1} trails, {made} recalls over {days} days"
+    _compliance_history(tenant=tenant)
+    # What the beat would have rolled up for the complete days.
+    services.stats_rollup_tenant(tenant=tenant, now=now)
+    return (f"{len(SECTIONS)} sections, {len(TRAILS) + 1} trails, {made} recalls ({feedback} with feedback) "
+            f"over {days} days")

@@ -1,0 +1,108 @@
+"""The demo tenant `make run` seeds: generated relative to now, inside its own retention
+windows (the sweep redacts and deletes nothing), every kind of outcome the console shows, and
+idempotent (a second run the same day changes nothing; a run days later regenerates)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.core.management import call_command
+from django.utils import timezone
+
+from cachecore import selectors, services
+from cachecore.demo import PENDING_QUERY, seed_demo_data
+from cachecore.models import DailyStat, RecallEvent, Trail, TrailStatus
+from tenants.models import AuditAction, AuditEntry, Tenant
+from tenants.services import tenant_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo() -> Tenant:
+    tenant = tenant_create(slug="demo", name="Demo Docs Inc.")
+    assert seed_demo_data(tenant=tenant)
+    return tenant
+
+
+def test_the_retention_sweep_right_after_seeding_redacts_and_deletes_nothing(demo):
+    result = services.tenant_retention_sweep(tenant=demo)
+    assert (result.redacted_trail_queries, result.redacted_recall_queries, result.recall_events,
+            result.expired_trails, result.pending_trails) == (0, 0, 0, 0, 0)
+    trails = Trail.objects.filter(tenant=demo)
+    assert trails.count() == 10
+    assert not trails.filter(query="").exists() and not trails.filter(query_redacted_at__isnull=False).exists()
+
+
+def test_recalls_span_two_to_four_weeks_up_to_today(demo):
+    now = timezone.now()
+    events = RecallEvent.objects.filter(tenant=demo)
+    oldest = min(events.values_list("created_at", flat=True))
+    newest = max(events.values_list("created_at", flat=True))
+    assert timedelta(days=14) <= now - oldest < timedelta(days=demo.query_retention_days)
+    assert now - newest < timedelta(hours=12) and newest <= now
+    days_with_recalls = {d.date() for d in events.values_list("created_at", flat=True)}
+    assert len(days_with_recalls) >= 14
+
+
+def test_every_outcome_and_status_the_console_shows_is_there(demo):
+    events = RecallEvent.objects.filter(tenant=demo)
+    assert {"prefetch", "hint", "miss"} <= set(events.values_list("outcome", flat=True))
+    reasons = set(events.values_list("reason", flat=True))
+    assert {"match", "low_confidence", "no_match", "stale"} <= reasons, reasons
+    assert events.filter(escalated=True).exists()
+    assert events.filter(feedback=True).exists() and events.filter(feedback=False).exists()
+    statuses = dict(Trail.objects.filter(tenant=demo).values_list("query", "status"))
+    assert statuses["How do I limit the upload speed?"] == TrailStatus.STALE
+    assert statuses["How do I delete my account?"] == TrailStatus.QUARANTINED
+    assert statuses[PENDING_QUERY] == TrailStatus.PENDING
+    quarantined = Trail.objects.get(tenant=demo, status=TrailStatus.QUARANTINED)
+    assert quarantined.negative_feedback == 1
+    # The dashboard's top trails are readable questions.
+    top = selectors.top_trails_by_hits(tenant=demo, limit=10)
+    assert len(top) >= 7 and all(t.query for t in top)
+    stats = selectors.stats_for_tenant(tenant=demo, since=timezone.now() - timedelta(days=30))
+    assert stats["recalls"] > 100 and 0 < stats["hit_rate"] < 1 and stats["stale_rate"] > 0
+    assert stats["escalation_rate"] > 0
+
+
+def test_the_audit_log_and_exports_have_entries(demo):
+    actions = set(AuditEntry.objects.filter(tenant=demo).values_list("action", flat=True))
+    assert {AuditAction.SETTINGS_CHANGE, AuditAction.EXPORT, AuditAction.SUBJECT_ERASE} <= actions
+
+
+def test_seeding_twice_the_same_day_changes_nothing(demo):
+    before = (Trail.objects.filter(tenant=demo).count(), RecallEvent.objects.filter(tenant=demo).count())
+    assert seed_demo_data(tenant=demo) == ""
+    assert (Trail.objects.filter(tenant=demo).count(), RecallEvent.objects.filter(tenant=demo).count()) == before
+
+
+def test_a_run_weeks_later_regenerates_inside_the_windows(demo):
+    later = timezone.now() + timedelta(days=40)
+    with time_machine.travel(later, tick=False):
+        services.tenant_retention_sweep(tenant=demo)  # what the beat did meanwhile
+        assert seed_demo_data(tenant=demo)
+        assert not Trail.objects.filter(tenant=demo, query_redacted_at__isnull=False).exists()
+        newest = max(RecallEvent.objects.filter(tenant=demo).values_list("created_at", flat=True))
+        assert later - newest < timedelta(hours=12)
+        assert not DailyStat.objects.filter(tenant=demo, day__lt=(later - timedelta(days=30)).date()).exists()
+
+
+def test_shorter_retention_keeps_the_demo_inside_it():
+    tenant = tenant_create(slug="demo", name="Demo Docs Inc.")
+    Tenant.objects.filter(pk=tenant.pk).update(query_retention_days=10, recall_log_retention_days=12)
+    tenant.refresh_from_db()
+    seed_demo_data(tenant=tenant)
+    result = services.tenant_retention_sweep(tenant=tenant)
+    assert result.redacted_trail_queries == result.recall_events == 0
+
+
+def test_seed_demo_command_is_idempotent(capsys):
+    call_command("seed_demo", "--port", "8123")
+    first = capsys.readouterr().out
+    assert "Seeded demo data" in first and "login demo@trailcache.local" in first
+    call_command("seed_demo", "--port", "8123")
+    assert "Seeded demo data" not in capsys.readouterr().out
+    assert Tenant.objects.filter(slug="demo").count() == 1
