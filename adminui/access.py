@@ -7,21 +7,32 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import wraps
 
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.utils.cache import patch_vary_headers
 
-from tenants.selectors import SUPERUSER, operator_access
+from cachecore.models import Trail
+from tenants.models import Tenant
+from tenants.selectors import SUPERUSER, operator_access, operator_tenants
 
 ALL_TENANTS = "*"
+# The tenant an operator last worked in, in a signed cookie naming the operator (it outlives
+# the session, so it survives logging out and in): where a link without ``?tenant=`` (the
+# login redirect, a bookmark) lands them. No model field, no migration.
+LAST_TENANT_COOKIE = "tc_tenant"
+LAST_TENANT_SALT = "adminui.last-tenant"
+LAST_TENANT_MAX_AGE = 365 * 24 * 3600
+DEMO_TENANT = "demo"
 
 View = Callable[..., HttpResponse]
 
 
 def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), all_tenants: bool = False
                  ) -> Callable[[View], View]:
-    """Require ``capability`` in the tenant named by ``?tenant=`` (default: the operator's
-    first). ``all_tenants``: superusers may pass ``?tenant=*`` (``request.access.tenant`` is
+    """Require ``capability`` in the tenant named by ``?tenant=`` (default: see
+    landing_tenant_slug). ``all_tenants``: superusers may pass ``?tenant=*`` (``request.access.tenant`` is
     then their first tenant and ``request.all_tenants`` is True)."""
 
     def decorate(view: View) -> View:
@@ -41,8 +52,11 @@ def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), a
                     raise Http404("all tenants: superusers only")
                 request.all_tenants = True
             else:
-                request.access = operator_access(user=request.user, tenant_slug=slug, capability=capability)
+                request.access = operator_access(user=request.user, tenant_slug=slug or landing_tenant_slug(request),
+                                                 capability=capability)
             response = view(request, *args, **kwargs)
+            if not request.all_tenants and _remembered_slug(request) != request.access.tenant.slug:
+                _remember(response, request, request.access.tenant.slug)
             patch_vary_headers(response, ["HX-Request"])
             return response
 
@@ -50,3 +64,31 @@ def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), a
         return wrapper
 
     return decorate
+
+
+def _remembered_slug(request: HttpRequest) -> str | None:
+    value = request.get_signed_cookie(LAST_TENANT_COOKIE, default=None, salt=LAST_TENANT_SALT,
+                                      max_age=LAST_TENANT_MAX_AGE)
+    user_pk, _, slug = (value or "").partition(":")
+    return slug if slug and user_pk == str(request.user.pk) else None
+
+
+def _remember(response: HttpResponse, request: HttpRequest, slug: str) -> None:
+    response.set_signed_cookie(LAST_TENANT_COOKIE, f"{request.user.pk}:{slug}", salt=LAST_TENANT_SALT,
+                               max_age=LAST_TENANT_MAX_AGE, path="/console/", httponly=True, samesite="Lax",
+                               secure=settings.SESSION_COOKIE_SECURE)
+
+
+def landing_tenant_slug(request: HttpRequest) -> str | None:
+    """Where an operator lands without ``?tenant=``: the tenant they last used (remembered in
+    a signed cookie), else the demo tenant, else the first of theirs with trails, else their first."""
+    pairs = operator_tenants(user=request.user)
+    slugs = [t.slug for t, _ in pairs]
+    remembered = _remembered_slug(request)
+    if remembered in slugs:
+        return remembered
+    if DEMO_TENANT in slugs:
+        return DEMO_TENANT
+    with_data = Tenant.objects.filter(pk__in=[t.pk for t, _ in pairs]).filter(
+        Exists(Trail.objects.filter(tenant=OuterRef("pk")))).order_by("slug").values_list("slug", flat=True)
+    return next(iter(with_data[:1]), slugs[0] if slugs else None)
