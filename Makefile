@@ -8,7 +8,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 
 .PHONY: setup run test lint bench eval clean-data
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-nodeps.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
