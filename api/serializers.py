@@ -123,11 +123,24 @@ class RecallSerializer(serializers.Serializer):
         required=False, allow_null=True, min_value=limits.MIN_BUDGET_TOKENS, max_value=limits.MAX_BUDGET_TOKENS
     )
     subject = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SUBJECT_CHARS, default="")
+    shadow = StrictBooleanField(
+        required=False, default=False,
+        help_text="In shadow mode, also answer what recall would have served (`shadow` in the answer).",
+    )
 
     def validate_query(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("Query must not be blank.")
         return value
+
+
+class RecallShadowSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
+    reason = serializers.CharField()
+    confidence = serializers.FloatField()
+    trail_id = serializers.UUIDField(allow_null=True)
+    trails = serializers.ListField(child=serializers.UUIDField())
+    sections = serializers.ListField(child=serializers.DictField(), help_text="Ids and states, never text.")
 
 
 class RecallSectionSerializer(serializers.Serializer):
@@ -140,9 +153,9 @@ class RecallResultSerializer(serializers.Serializer):
     recall_id = serializers.UUIDField()
     outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
     reason = serializers.ChoiceField(
-        choices=[r.value for r in Reason],
+        choices=[r.value for r in Reason] + ["shadow"],
         help_text="Why: match (prefetch); low_confidence, ambiguous, polarity, changed, unverified, hash_only, "
-        "low_coverage (hint); no_candidate, no_match, stale (miss).",
+        "low_coverage, not_cited_before (hint); no_candidate, no_match, stale, shadow (miss).",
     )
     confidence = serializers.FloatField(
         min_value=0, max_value=1,
@@ -158,6 +171,10 @@ class RecallResultSerializer(serializers.Serializer):
     steps = serializers.JSONField()
     hint = serializers.CharField(allow_null=True)
     trails = serializers.ListField(child=serializers.UUIDField(), help_text="Trails that contributed (merged).")
+    shadow = RecallShadowSerializer(
+        required=False, allow_null=True,
+        help_text="Shadow mode only, when the request asked for it: what recall would have answered.",
+    )
 
 
 class FeedbackSerializer(serializers.Serializer):
@@ -185,3 +202,5 @@ class StatsSerializer(serializers.Serializer):
     served_cited_rate = serializers.FloatField()
     feedback = serializers.DictField(child=serializers.IntegerField())
     trails = serializers.DictField(child=serializers.IntegerField())
+    shadow = serializers.DictField(help_text="Shadow mode: recalls, would_prefetch, would_hint, estimated_hit_rate, "
+                                   "estimated_prefetch_rate, prefetch_labelled, estimated_false_prefetch_rate.")

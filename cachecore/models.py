@@ -201,6 +201,10 @@ class RecallEvent(models.Model):
     trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls")
     outcome = models.CharField(max_length=16, choices=RecallOutcome.choices)
     miss_reason = models.CharField(max_length=16, choices=MissReason.choices, blank=True)
+    # Shadow mode: the answer was a miss; this is what recall would have answered (prefetch,
+    # hint or miss), with the would-be trail first in ``trail_ids`` and its sections in
+    # ``offered_ids``. Empty for a recall that served.
+    shadow_outcome = models.CharField(max_length=16, blank=True)
     # The answer's reason (engine.decide.Reason) and the calibrated confidence of its trail.
     reason = models.CharField(max_length=32, blank=True)
     confidence = models.FloatField(null=True)

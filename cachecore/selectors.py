@@ -295,6 +295,12 @@ def stats_for_tenant(
         feedback_negative=Count("id", filter=Q(feedback=False)),
         served_cited_sum=Sum("served_cited", filter=Q(served_cited__isnull=False)),
         served_total=Sum(Func("served_ids", function="cardinality"), filter=Q(served_cited__isnull=False)),
+        shadow_recalls=Count("id", filter=~Q(shadow_outcome="")),
+        shadow_prefetch=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH)),
+        shadow_hint=Count("id", filter=Q(shadow_outcome=RecallOutcome.HINT)),
+        shadow_prefetch_labelled=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH,
+                                                      offered_cited__isnull=False)),
+        shadow_prefetch_uncited=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH, offered_cited=False)),
     )
     by_status = dict(trails.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     recalls = agg["recalls"]
@@ -310,6 +316,24 @@ def stats_for_tenant(
         "served_cited_rate": _rate(agg["served_cited_sum"] or 0, agg["served_total"] or 0),
         "feedback": {"positive": agg["feedback_positive"], "negative": agg["feedback_negative"]},
         "trails": {status: by_status.get(status, 0) for status in TrailStatus.values},
+        "shadow": shadow_estimates(agg),
+    }
+
+
+def shadow_estimates(agg: dict[str, int]) -> dict[str, object]:
+    """What shadow recalls say serving would do: the share that would prefetch or hint, and
+    among would-be prefetches followed by a record, the share whose sections went uncited (the
+    estimated false-prefetch rate)."""
+    n = agg["shadow_recalls"]
+    labelled = agg["shadow_prefetch_labelled"]
+    return {
+        "recalls": n,
+        "would_prefetch": agg["shadow_prefetch"],
+        "would_hint": agg["shadow_hint"],
+        "estimated_hit_rate": _rate(agg["shadow_prefetch"] + agg["shadow_hint"], n),
+        "estimated_prefetch_rate": _rate(agg["shadow_prefetch"], n),
+        "prefetch_labelled": labelled,
+        "estimated_false_prefetch_rate": _rate(agg["shadow_prefetch_uncited"], labelled) if labelled else None,
     }
 
 

@@ -95,6 +95,15 @@ class Tenant(models.Model):
         default=True,
         help_text="When several trails match, serve the union of their valid sections, best first, within the budget.",
     )
+    shadow_mode = models.BooleanField(
+        default=False,
+        help_text="Compute and log what recall would serve, but answer miss: see the estimated hit and "
+        "false-prefetch rates before serving anything.",
+    )
+    shadow_scope_prefixes = ArrayField(
+        models.CharField(max_length=200), default=list, blank=True,
+        help_text="Shadow only scopes starting with one of these (empty: every scope).",
+    )
     resolver_url = models.URLField(
         blank=True, help_text="HTTPS endpoint answering current hashes of cited ids at recall (optional).",
     )
@@ -130,6 +139,11 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def shadows(self, scope: str) -> bool:
+        """Whether recalls in ``scope`` run in shadow mode."""
+        return self.shadow_mode and (not self.shadow_scope_prefixes
+                                     or any(scope.startswith(p) for p in self.shadow_scope_prefixes))
 
     def clean(self) -> None:
         super().clean()

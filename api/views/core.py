@@ -126,10 +126,13 @@ class RecallView(TenantAPIView):
         result = services.recall(
             tenant=self.tenant, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
+            shadow_details=data.get("shadow", False),
         )
         metrics.recall_observed(tenant=self.tenant, result=result)
         body = asdict(result)
         del body["explain"]
+        if body["shadow"] is None:
+            del body["shadow"]
         return Response(body)
 
 

@@ -54,6 +54,8 @@ class RecallResult:
     hint: str | None = None
     # Every trail that contributed sections (the best first); more than one when merged.
     trails: list[str] = field(default_factory=list)
+    # Shadow mode, when the caller asked: what recall would have answered (ids, no text).
+    shadow: dict[str, Any] | None = None
     # Only with explain=True (studies): each qualifying candidate's evidence. Never in the API.
     explain: list[dict[str, Any]] | None = None
 
@@ -141,11 +143,12 @@ def _pair_scores(*, policy: Policy, query: str, candidates: list[Candidate]) -> 
 
 def recall(
     *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = "",
-    explain: bool = False,
+    explain: bool = False, shadow_details: bool = False,
 ) -> RecallResult:
     """Look up the nearest active trails of the scope; serve sections' current text only when
     the evidence says it is the same need and every cited hash of the trail still matches
-    (prefetch), else a hint or a miss, with a reason and a confidence. Logged."""
+    (prefetch), else a hint or a miss, with a reason and a confidence. Logged. In shadow mode
+    the decision is logged and the answer is a miss (its details only with ``shadow_details``)."""
     started = time.perf_counter()
     normalised = normalise_query(query)
     embedding = get_embedder().embed_one(normalised)
@@ -168,8 +171,16 @@ def recall(
         pair_scores=_pair_scores(policy=policy, query=normalised, candidates=candidates),
     )
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    shadow = tenant.shadows(scope)
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
-                       latency_ms=latency_ms)
+                       latency_ms=latency_ms, shadow=shadow)
+    if shadow:
+        return RecallResult(
+            recall_id=str(recall_id), outcome=str(Outcome.MISS), reason=SHADOW_REASON, trail_id=None,
+            similarity=decision.similarity,
+            shadow=_shadow_details(decision) if shadow_details else None,
+            explain=_explain(decision) if explain else None,
+        )
     return RecallResult(
         recall_id=str(recall_id), outcome=str(decision.outcome), reason=str(decision.reason),
         confidence=decision.confidence, trail_id=decision.trail_id, similarity=decision.similarity,
@@ -177,6 +188,18 @@ def recall(
         omitted=decision.omitted, steps=decision.steps, hint=decision.hint, trails=decision.trails,
         explain=_explain(decision) if explain else None,
     )
+
+
+# The answer's reason in shadow mode (the decision's own reason is in the shadow details).
+SHADOW_REASON = "shadow"
+
+
+def _shadow_details(decision: RecallDecision) -> dict[str, Any]:
+    return {
+        "outcome": str(decision.outcome), "reason": str(decision.reason), "confidence": decision.confidence,
+        "trail_id": decision.trail_id, "trails": decision.trails,
+        "sections": [{"id": s["id"], "status": s["status"]} for s in decision.sections],
+    }
 
 
 def _miss_reason(decision: RecallDecision) -> str:
@@ -200,18 +223,19 @@ _WRITE_SQL = """
         WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[] || %(hit)s::uuid[])
     )
     INSERT INTO cachecore_recallevent (
-        id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, miss_reason, reason,
+        id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, shadow_outcome, miss_reason, reason,
         confidence, similarity, coverage, escalated, latency_ms, served_ids, offered_ids, created_at
     )
     SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
-           (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(hit)s::uuid[], %(outcome)s,
+           (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(trail_ids)s::uuid[], %(outcome)s,
+           %(shadow_outcome)s,
            %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
            %(latency)s, %(served)s::varchar[], %(offered)s::varchar[], %(now)s
 """
 
 
 def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
-           latency_ms: float) -> uuid.UUID:
+           latency_ms: float, shadow: bool = False) -> uuid.UUID:
     """Stale marks, hit counters and the log entry in one statement. The recall's writes may be
     lost in a crash (read-time checks redo a stale mark); not waiting for the WAL flush saves a
     disk sync."""
@@ -219,13 +243,17 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
     params = {
-        "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": hit,
-        "id": recall_id, "scope": scope, "query": query, "subject": subject,
-        "trail": decision.trail_id, "outcome": str(decision.outcome),
-        "miss_reason": _miss_reason(decision), "reason": str(decision.reason),
+        "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": [] if shadow else hit,
+        "trail_ids": hit, "id": recall_id, "scope": scope, "query": query, "subject": subject,
+        "trail": None if shadow else decision.trail_id,
+        "outcome": str(Outcome.MISS) if shadow else str(decision.outcome),
+        "shadow_outcome": str(decision.outcome) if shadow else "",
+        "miss_reason": MissReason.NO_CANDIDATE if shadow else _miss_reason(decision),
+        # Shadow rows keep the decision's own reason (shadow_outcome marks them).
+        "reason": str(decision.reason),
         "confidence": decision.confidence, "similarity": decision.similarity,
         "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
-        "served": decision.served_ids, "offered": [s["id"] for s in decision.sections],
+        "served": [] if shadow else decision.served_ids, "offered": [s["id"] for s in decision.sections],
     }
     for attempt in (1, 2):
         try:

@@ -92,9 +92,11 @@ def trail_record(
                 subject=subject or recall_event.subject,
             )
             if label is not None and first_label:
-                # Only served text that went uncited raises a boundary; any citation lowers it.
-                if label or recall_event.outcome == RecallOutcome.PREFETCH:
-                    trail_boundary_learn(tenant=tenant, trail_id=recall_event.trail_id,
+                # Only (would-be) served text that went uncited raises a boundary; any citation
+                # lowers it. Shadow recalls teach the same way: nothing was served, so their
+                # label is the agent's own unbiased choice.
+                if label or _decided_outcome(recall_event) == RecallOutcome.PREFETCH:
+                    trail_boundary_learn(tenant=tenant, trail_id=decided_trail(recall_event),
                                          confidence=recall_event.confidence, cited=label)
     return trail
 
@@ -102,12 +104,24 @@ def trail_record(
 def recall_label(event: RecallEvent, cited: set[str]) -> bool | None:
     """What the record following ``event`` says of it: True when it cited some of the sections
     the recall offered, False when none; None when the recall offered nothing (a miss)."""
-    if event.outcome == RecallOutcome.MISS or not event.trail_id:
+    if _decided_outcome(event) == RecallOutcome.MISS or not decided_trail(event):
         return None
     offered = event.offered_ids or event.served_ids
     if not offered:
         return None
     return any(sid in cited for sid in offered)
+
+
+def _decided_outcome(event: RecallEvent) -> str:
+    """What recall decided: the answer, or in shadow mode what it would have answered."""
+    return event.shadow_outcome or event.outcome
+
+
+def decided_trail(event: RecallEvent) -> str | None:
+    """The trail recall decided for (the served one, or the would-be one in shadow mode)."""
+    if event.shadow_outcome:
+        return str(event.trail_ids[0]) if event.trail_ids else None
+    return str(event.trail_id) if event.trail_id else None
 
 
 def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool) -> None:
