@@ -202,5 +202,9 @@ class StatsSerializer(serializers.Serializer):
     served_cited_rate = serializers.FloatField()
     feedback = serializers.DictField(child=serializers.IntegerField())
     trails = serializers.DictField(child=serializers.IntegerField())
+    savings = serializers.DictField(help_text="Tool calls and tokens saved: cited_prefetches × the miss-path "
+                                    "baseline (mean steps and cited tokens of records that followed a miss).")
+    calibration = serializers.DictField(
+        required=False, help_text="Labels from the agents' citations and the suggested prefetch confidence.")
     shadow = serializers.DictField(help_text="Shadow mode: recalls, would_prefetch, would_hint, estimated_hit_rate, "
                                    "estimated_prefetch_rate, prefetch_labelled, estimated_false_prefetch_rate.")

@@ -317,6 +317,41 @@ def stats_for_tenant(
         "feedback": {"positive": agg["feedback_positive"], "negative": agg["feedback_negative"]},
         "trails": {status: by_status.get(status, 0) for status in TrailStatus.values},
         "shadow": shadow_estimates(agg),
+        "savings": savings(tenant=tenant, events=events),
+    }
+
+
+def miss_path_baseline(*, tenant: Tenant, events: QuerySet[RecallEvent] | None = None) -> dict[str, float | int]:
+    """The tenant's own cost of answering without the cache: over records that followed a miss
+    (served misses and shadow recalls), the mean number of steps and of tokens in the sections
+    they cited (as they are now)."""
+    events = RecallEvent.objects.filter(tenant=tenant) if events is None else events
+    trail_ids = list(events.filter(outcome=RecallOutcome.MISS, recorded_trail__isnull=False)
+                     .values_list("recorded_trail_id", flat=True)[:5000])
+    if not trail_ids:
+        return {"records": 0, "calls": 0.0, "tokens": 0.0}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), avg(jsonb_array_length(t.steps)), avg(coalesce(c.tokens, 0)) FROM cachecore_trail t "
+            "LEFT JOIN LATERAL (SELECT sum(s.token_count) AS tokens FROM cachecore_citation ci "
+            "JOIN cachecore_section s ON s.tenant_id = ci.tenant_id AND s.external_id = ci.section_id "
+            "WHERE ci.trail_id = t.id) c ON true WHERE t.id = ANY(%s::uuid[]) AND jsonb_typeof(t.steps) = 'array'",
+            [[str(t) for t in trail_ids]],
+        )
+        n, calls, tokens = cur.fetchone()
+    return {"records": int(n or 0), "calls": round(float(calls or 0), 2), "tokens": round(float(tokens or 0), 1)}
+
+
+def savings(*, tenant: Tenant, events: QuerySet[RecallEvent]) -> dict[str, float | int]:
+    """Tool calls and tokens saved: prefetches whose served sections the following record cited,
+    each worth the tenant's miss-path baseline (``miss_path_baseline``)."""
+    cited_prefetches = events.filter(outcome=RecallOutcome.PREFETCH, served_cited__gt=0).count()
+    baseline = miss_path_baseline(tenant=tenant, events=events)
+    return {
+        "cited_prefetches": cited_prefetches,
+        "baseline_records": baseline["records"],
+        "calls": round(cited_prefetches * baseline["calls"], 1),
+        "tokens": round(cited_prefetches * baseline["tokens"]),
     }
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from cachecore.services import jobs, reembed, retention, rollups
+from cachecore.services import calibration, jobs, reembed, retention, rollups
 
 
 @shared_task(acks_late=True, autoretry_for=(OperationalError, InterfaceError, jobs.JobRetry),
@@ -38,3 +38,9 @@ def stats_rollup() -> int:
 def embeddings_refresh() -> dict[str, object]:
     """After an embedding model change: re-embed what was stored under another model."""
     return asdict(reembed.embeddings_refresh())
+
+
+@shared_task(autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3)
+def operating_points_auto_apply() -> int:
+    """Tenants that opted in get the prefetch confidence their labels suggest (audited)."""
+    return calibration.operating_points_auto_apply()

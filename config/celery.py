@@ -22,6 +22,8 @@ app.conf.beat_schedule = {
     "stats-rollup": {"task": "cachecore.tasks.stats_rollup", "schedule": crontab(minute="*/15")},
     # After an embedding model change, trails and chunks of the old model are embedded again.
     "embeddings-refresh": {"task": "cachecore.tasks.embeddings_refresh", "schedule": crontab(minute="*/10")},
+    # Tenants that opted in get the operating point their agents' citations suggest.
+    "operating-points": {"task": "cachecore.tasks.operating_points_auto_apply", "schedule": crontab(minute=23, hour=3)},
 }
 
 

@@ -95,6 +95,15 @@ class Tenant(models.Model):
         default=True,
         help_text="When several trails match, serve the union of their valid sections, best first, within the budget.",
     )
+    target_false_prefetch = models.FloatField(
+        default=0.05, validators=[MinValueValidator(0.001), MaxValueValidator(0.5)],
+        help_text="The false-prefetch rate the suggested operating point keeps under (95 % confidence), "
+        "from the agents' own citations.",
+    )
+    auto_calibrate = models.BooleanField(
+        default=False,
+        help_text="Apply the suggested prefetch confidence automatically (daily, audited each time).",
+    )
     shadow_mode = models.BooleanField(
         default=False,
         help_text="Compute and log what recall would serve, but answer miss: see the estimated hit and "
@@ -220,6 +229,7 @@ class AuditAction(models.TextChoices):
     KEY_REVOKE = "apikey.revoke", "API key revoked"
     EXPORT = "export.create", "Export requested"
     SUBJECT_ERASE = "subject.erase", "Subject erased"
+    CALIBRATION_APPLY = "calibration.apply", "Calibration applied"
 
 
 class AuditEntry(models.Model):

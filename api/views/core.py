@@ -16,6 +16,7 @@ from api import serializers as s
 from cachecore import selectors, services
 from cachecore.errors import NotFound, ScopeForbidden
 from cachecore.models import Trail
+from cachecore.services import calibration
 from tenants.models import ApiKey, Tenant
 
 
@@ -160,6 +161,9 @@ class StatsView(TenantAPIView):
         stats = selectors.stats_for_tenant(
             tenant=self.tenant, scope=scope or None, scope_prefixes=self.key.scope_prefixes or None
         )
+        if not scope and not self.key.scope_prefixes:  # the operating point is tenant-wide
+            stats["calibration"] = calibration.suggestion_as_dict(
+                calibration.operating_point(tenant=self.tenant), tenant=self.tenant)
         return Response(stats)
 
 

@@ -1,0 +1,78 @@
+"""A tenant's operating point from its own labels: the prefetch cut that meets a target
+false-prefetch rate with 95 % confidence, and the hits it keeps. Pure functions, no Django.
+
+A label is (confidence, cited) for a recall whose (would-be) trail offered sections and whose
+following record said whether it cited them: an uncited one at a confidence the cut lets
+through is a false prefetch. The suggested cut is the lowest one on the grid whose Wilson upper
+bound of the false rate stays under the target; the hit rate is the share of cited labels it
+still serves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MIN_LABELS = 30
+GRID = tuple(round(0.5 + 0.01 * i, 2) for i in range(50))  # 0.50 … 0.99
+
+
+def wilson_upper(k: int, n: int, z: float = 1.96) -> float:
+    """Upper end of the Wilson 95 % interval of k/n (1 when n is 0)."""
+    if n == 0:
+        return 1.0
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class CutFigures:
+    cut: float
+    served: int           # labels at or above the cut
+    false: int            # of those, uncited
+    false_rate: float
+    false_rate_upper: float
+    hit_rate: float       # cited labels at or above the cut / all cited labels
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    labels: int
+    cited: int
+    target_false: float
+    current: CutFigures
+    suggested: CutFigures | None     # None: no cut on the grid meets the target yet
+    curve: tuple[CutFigures, ...]
+
+    @property
+    def changes(self) -> bool:
+        return self.suggested is not None and abs(self.suggested.cut - self.current.cut) >= 0.005
+
+
+def figures_at(labels: Sequence[tuple[float, bool]], cut: float) -> CutFigures:
+    served = [cited for conf, cited in labels if conf >= cut]
+    false = sum(1 for cited in served if not cited)
+    all_cited = sum(1 for _, cited in labels if cited)
+    return CutFigures(
+        cut=cut, served=len(served), false=false,
+        false_rate=round(false / len(served), 4) if served else 0.0,
+        false_rate_upper=round(wilson_upper(false, len(served)), 4),
+        hit_rate=round((len(served) - false) / all_cited, 4) if all_cited else 0.0,
+    )
+
+
+def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_false: float = 0.05,
+            grid: Sequence[float] = GRID) -> Suggestion | None:
+    """The operating point for ``labels`` (None while fewer than ``MIN_LABELS``)."""
+    if len(labels) < MIN_LABELS:
+        return None
+    curve = tuple(figures_at(labels, c) for c in grid)
+    feasible = [f for f in curve if f.served and f.false_rate_upper <= target_false]
+    return Suggestion(
+        labels=len(labels), cited=sum(1 for _, c in labels if c), target_false=target_false,
+        current=figures_at(labels, current_cut), suggested=feasible[0] if feasible else None, curve=curve,
+    )

@@ -1,0 +1,85 @@
+"""The tenant's operating point, learned from its agents' citations: suggested from the labels in
+the recall log (engine/operating_point.py), applied by an admin or, when the tenant opts in,
+automatically — audited either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+
+from cachecore.engine.operating_point import Suggestion, suggest
+from cachecore.models import RecallEvent
+from tenants.models import AuditAction, Tenant
+from tenants.services import audit_record
+
+SYSTEM_ACTOR = "system:calibration"
+
+
+def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
+    """(confidence, cited) of every labelled recall still in the log (served or shadow)."""
+    rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False)
+            .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))
+            .values_list("confidence", "offered_cited"))
+    return [(float(c), bool(cited)) for c, cited in rows]
+
+
+def operating_point(*, tenant: Tenant) -> Suggestion | None:
+    """The suggested prefetch confidence for the tenant's target false-prefetch rate, with its
+    evidence; None while there are too few labels."""
+    return suggest(calibration_labels(tenant=tenant), current_cut=tenant.prefetch_confidence,
+                   target_false=tenant.target_false_prefetch)
+
+
+def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict[str, Any]:
+    """The suggestion and its evidence for the API and the console."""
+    if suggestion is None:
+        return {"labels": len(calibration_labels(tenant=tenant)), "enough_labels": False,
+                "current_prefetch_confidence": tenant.prefetch_confidence, "suggested": None}
+
+    def figures(f: Any) -> dict[str, Any] | None:
+        return None if f is None else {"prefetch_confidence": f.cut, "served": f.served, "false": f.false,
+                                       "false_rate": f.false_rate, "false_rate_upper": f.false_rate_upper,
+                                       "hit_rate": f.hit_rate}
+
+    return {"labels": suggestion.labels, "cited": suggestion.cited, "enough_labels": True,
+            "target_false_prefetch": suggestion.target_false,
+            "current_prefetch_confidence": tenant.prefetch_confidence,
+            "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
+            "changes": suggestion.changes}
+
+
+def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None,
+                          automatic: bool = False) -> Suggestion | None:
+    """Set the tenant's prefetch confidence to the suggested cut (and the hint band's start
+    under it if needed); one audit entry with the evidence. None when nothing changes."""
+    suggestion = operating_point(tenant=tenant)
+    if suggestion is None or not suggestion.changes or suggestion.suggested is None:
+        return None
+    new = suggestion.suggested
+    with transaction.atomic():
+        locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        old = locked.prefetch_confidence
+        locked.prefetch_confidence = new.cut
+        locked.hint_confidence = min(locked.hint_confidence, new.cut)
+        locked.full_clean()
+        locked.save(update_fields=["prefetch_confidence", "hint_confidence"])
+        audit_record(
+            tenant=locked, actor=actor, actor_label=actor_label, action=AuditAction.CALIBRATION_APPLY,
+            target="prefetch_confidence",
+            details={"prefetch_confidence": {"old": old, "new": new.cut}, "automatic": automatic,
+                     "labels": suggestion.labels, "target_false": suggestion.target_false,
+                     "false_rate_upper": new.false_rate_upper, "hit_rate": new.hit_rate},
+        )
+    tenant.refresh_from_db()
+    return suggestion
+
+
+def operating_points_auto_apply() -> int:
+    """Daily: apply the suggestion for every tenant that opted in. Returns tenants changed."""
+    changed = 0
+    for tenant in Tenant.objects.filter(auto_calibrate=True):
+        if operating_point_apply(tenant=tenant, actor_label=SYSTEM_ACTOR, automatic=True):
+            changed += 1
+    return changed

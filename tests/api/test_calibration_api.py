@@ -1,0 +1,78 @@
+"""The operating point from the agents' citations, and savings, through the API and services."""
+
+from cachecore.models import RecallEvent
+from cachecore.services.calibration import operating_point_apply, operating_points_auto_apply
+from tenants.models import AuditAction, AuditEntry
+
+TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory.",
+        "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_LEVEL to change the level."}
+QUERY = "How do I move the Acme configuration directory?"
+
+
+def _labelled(caller, n_cited: int, n_uncited: int, *, confidence_uncited: float = 0.82) -> None:
+    """Recalls with labels: cited ones at high confidence, uncited ones just above the cut."""
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()
+    rows = [(0.97, True)] * n_cited + [(confidence_uncited, False)] * n_uncited
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=caller.tenant, scope="default", query=QUERY, trail_id=trail["trail_id"],
+                    outcome="prefetch", reason="match", confidence=c, latency_ms=1.0, served_ids=["doc#config"],
+                    offered_ids=["doc#config"], served_cited=int(cited), offered_cited=cited)
+        for c, cited in rows
+    ])
+
+
+def test_stats_show_the_suggested_operating_point_with_its_evidence(caller):
+    _labelled(caller, 100, 20)
+    cal = caller.get("/api/v1/stats").json()["calibration"]
+    assert cal["enough_labels"] and cal["labels"] == 120 and cal["cited"] == 100
+    assert cal["current"]["false_rate"] == round(20 / 120, 4)  # at the default cut every uncited one is served
+    assert cal["suggested"]["prefetch_confidence"] > 0.82 and cal["suggested"]["false_rate"] == 0.0
+    assert cal["suggested"]["hit_rate"] == 1.0 and cal["changes"] is True
+
+
+def test_an_admin_applies_the_suggestion_and_it_is_audited(caller):
+    _labelled(caller, 100, 20)
+    before = caller.tenant.prefetch_confidence
+    applied = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    assert applied is not None and caller.tenant.prefetch_confidence > 0.82 > before
+    entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
+    assert entry.details["prefetch_confidence"] == {"old": before, "new": caller.tenant.prefetch_confidence}
+    assert entry.details["automatic"] is False and entry.details["labels"] == 120
+    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None  # nothing left to change
+
+
+def test_automatic_calibration_only_for_tenants_that_opted_in(make_caller):
+    opted, other = make_caller(auto_calibrate=True), make_caller()
+    _labelled(opted, 100, 20)
+    _labelled(other, 100, 20)
+    assert operating_points_auto_apply() >= 1
+    opted.tenant.refresh_from_db()
+    other.tenant.refresh_from_db()
+    assert opted.tenant.prefetch_confidence > 0.82 and other.tenant.prefetch_confidence < 0.82
+    entry = AuditEntry.objects.get(tenant=opted.tenant, action=AuditAction.CALIBRATION_APPLY)
+    assert entry.actor_label == "system:calibration" and entry.details["automatic"] is True
+
+
+def test_too_few_labels_suggest_nothing(caller):
+    _labelled(caller, 5, 1)
+    cal = caller.get("/api/v1/stats").json()["calibration"]
+    assert cal["enough_labels"] is False and cal["suggested"] is None
+
+
+def test_savings_count_cited_prefetches_at_the_miss_path_baseline(caller):
+    caller.upsert(TEXT)
+    miss = caller.recall(QUERY)
+    assert miss["outcome"] == "miss"
+    # The miss path: two searches, one read, then the cited section.
+    caller.post("/api/v1/trails", {
+        "scope": "default", "query": QUERY, "cited": ["doc#config"], "recall_id": miss["recall_id"],
+        "signal": {"source": "caller", "accepted": True},
+        "steps": [{"tool": "search", "args": {"q": "acme config"}}, {"tool": "search", "args": {"q": "ACME_HOME"}},
+                  {"tool": "read", "args": {"id": "doc#config"}}]})
+    served = caller.recall(QUERY)
+    assert served["outcome"] == "prefetch"
+    caller.record(query=QUERY + " again", cited=["doc#config"], recall_id=served["recall_id"])
+    savings = caller.get("/api/v1/stats").json()["savings"]
+    assert savings["cited_prefetches"] == 1 and savings["baseline_records"] == 1
+    assert savings["calls"] == 3.0 and savings["tokens"] > 0
