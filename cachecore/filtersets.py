@@ -28,12 +28,13 @@ def day_start(day: date) -> datetime:
 
 
 class TrailFilterSet(django_filters.FilterSet):
-    """Text (``q``, a substring of the query: pg_trgm GIN index), scope, status, created and
-    last-hit dates (inclusive days), and ``sort``."""
+    """Text (``q``, a substring of the query: pg_trgm GIN index), scope, status, a cited
+    ``section`` id, created and last-hit dates (inclusive days), and ``sort``."""
 
     q = django_filters.CharFilter(method="filter_query", label="Query contains")
     scope = django_filters.CharFilter(field_name="scope", lookup_expr="exact", label="Scope")
     status = django_filters.ChoiceFilter(choices=TrailStatus.choices, empty_label="any status", label="Status")
+    section = django_filters.CharFilter(method="filter_section", label="Cites section")
     created_from = django_filters.DateFilter(method="filter_from", field_name="created_at", label="Created from")
     created_to = django_filters.DateFilter(method="filter_to", field_name="created_at", label="Created to")
     last_hit_from = django_filters.DateFilter(method="filter_from", field_name="last_hit_at", label="Last hit from")
@@ -54,6 +55,11 @@ class TrailFilterSet(django_filters.FilterSet):
     def filter_query(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
         value = value.strip()
         return queryset.filter(query__icontains=value) if value else queryset
+
+    def filter_section(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
+        # Exact section id, through the (tenant, section_id) citation index; one citation per
+        # trail and section (a unique constraint), so no duplicates.
+        return queryset.filter(citations__section_id=value) if value else queryset
 
     def filter_from(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
         return queryset.filter(**{f"{name}__gte": day_start(value)})

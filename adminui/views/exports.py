@@ -22,12 +22,14 @@ STOP_POLLING = 286
 
 class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=[("csv", "CSV"), ("jsonl", "JSON Lines")], initial="csv")
-    scope = forms.CharField(required=False, max_length=200)
-    subject = forms.CharField(required=False, max_length=200)
-    status = forms.ChoiceField(required=False, choices=[("", "any")] + list(TrailStatus.choices))
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), help_text="from (UTC)")
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}),
-                            help_text="through (UTC)")
+    scope = forms.CharField(required=False, max_length=200, help_text="Exactly this scope. Empty: every scope.")
+    subject = forms.CharField(required=False, max_length=200, help_text="Only this subject's trails.")
+    status = forms.ChoiceField(required=False, choices=[("", "any")] + list(TrailStatus.choices),
+                               label="Trail status")
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="From",
+                            help_text="First day included (UTC).")
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Through",
+                            help_text="Last day included (UTC).")
 
 
 class SubjectEraseForm(forms.Form):

@@ -3,8 +3,11 @@ Section ids hold ``/ # :``, so the detail takes ``?id=`` (url-encoded), not a pa
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 
@@ -12,14 +15,24 @@ from adminui.access import console_view
 from adminui.rendering import console_render, paginate
 from cachecore import selectors
 from cachecore.errors import NotFound
+from cachecore.models import Citation
 
 LIST_FIELDS = ("id", "external_id", "sha256", "token_count", "updated_at", "text")
+
+
+def _cited_by(tenant: Any) -> Coalesce:
+    """How many trails cite each listed section: a correlated count through the (tenant,
+    section_id) citation index, evaluated only for the rows of the page."""
+    citations = (Citation.objects.filter(tenant=tenant, section_id=OuterRef("external_id")).order_by()
+                 .values("section_id").annotate(n=Count("pk")).values("n"))
+    return Coalesce(Subquery(citations), 0)
 
 
 @console_view("sections.view")
 def section_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    sections = selectors.sections_search(tenant=request.access.tenant, q=q).only(*LIST_FIELDS)
+    sections = selectors.sections_search(tenant=request.access.tenant, q=q).only(*LIST_FIELDS).annotate(
+        cited_by=_cited_by(request.access.tenant))
     context = {"q": q, "page": paginate(request, sections)}
     return console_render(request, "adminui/sections/list.html", context, partial="results")
 
@@ -42,6 +55,7 @@ def section_detail(request: HttpRequest) -> HttpResponse:
         "section_id": section_id,
         "citing": citing,
         "list_url": f"{reverse('adminui:sections')}?{urlencode({'tenant': tenant.slug})}",
+        "trails_url": f"{reverse('adminui:trails')}?{urlencode({'tenant': tenant.slug, 'section': section_id})}",
         "switch_url": reverse("adminui:sections"),
     }
     return console_render(request, "adminui/sections/detail.html", context)

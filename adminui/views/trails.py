@@ -18,7 +18,7 @@ from cachecore import selectors, services
 from cachecore.engine.outcome import section_state
 from cachecore.errors import NotFound
 from cachecore.filtersets import TrailFilterSet
-from cachecore.models import TrailStatus
+from cachecore.models import RecallEvent, TrailStatus
 
 LIST_TEMPLATE = "adminui/trails/list.html"
 # The list never loads embeddings, normalised queries or steps.
@@ -62,6 +62,8 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
         "status_tabs": status_tabs,
         "current_status": request.GET.get("status", ""),
         "current_sort": filterset.current_sort,
+        "section_filter": request.GET.get("section", ""),
+        "without_section": f"{list_url}?{_list_query(request, section=True)}",
         "list_query": _list_query(request),
         "can_manage": request.access.can("trails.manage"),
     }
@@ -119,6 +121,17 @@ def _after_action(request: HttpRequest, next_url: str) -> HttpResponse:
     return HttpResponseRedirect(next_url)
 
 
+# The recall history shows each recall's reason and confidence too (one query, no deferred
+# loads); cachecore.selectors.recalls_for_trail does not load those columns yet.
+RECALL_FIELDS = ("id", "created_at", "outcome", "reason", "confidence", "similarity", "coverage", "escalated",
+                 "feedback", "scope", "query", "miss_reason")
+
+
+def _recall_history(*, tenant: Any, trail: Any, limit: int = 50) -> list[RecallEvent]:
+    return list(RecallEvent.objects.filter(tenant=tenant, trail=trail).only(*RECALL_FIELDS)
+                .order_by("-created_at")[:limit])
+
+
 @console_view("trails.view")
 def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
@@ -130,7 +143,7 @@ def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
         {"c": c, "state": section_state(recorded_hash=c.recorded_hash, current_hash=c.current_hash).value}
         for c in selectors.cited_sections_now(trail_id=str(trail.pk))
     ]
-    recalls = selectors.recalls_for_trail(tenant=tenant, trail=trail)
+    recalls = _recall_history(tenant=tenant, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {
         "trail": trail,
