@@ -31,6 +31,10 @@ class ApiBodyLimitMiddleware:
         return self.get_response(request)
 
 
+_CODES = {400: "bad_request", 403: "permission_denied", 404: "not_found", 405: "method_not_allowed",
+          500: "server_error"}
+
+
 class ApiInputMiddleware:
     """Path and query values of API routes are checked here, once, for every view."""
 
@@ -38,7 +42,14 @@ class ApiInputMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        response = self.get_response(request)
+        if (request.path.startswith("/api/") and response.status_code >= 400
+                and response.get("Content-Type", "").startswith("text/html")):
+            # Django's own pages (no route matched: an id holding a newline, say) in the error shape.
+            code = _CODES.get(response.status_code, "error")
+            return JsonResponse({"error": code, "detail": code.replace("_", " "), "fields": {}},
+                                status=response.status_code)
+        return response
 
     def process_view(self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> HttpResponse | None:

@@ -129,6 +129,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Search-path cache for agentic RAG: record trails, recall them, verified by content hash.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
 }
 
 # Embedding model: a sentence-transformers ONNX export (384 dimensions).

@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from api.inputs import parse_bounded_instant
 from api.views.core import TenantAPIView, _validated
 from cachecore import services
@@ -21,12 +22,12 @@ from cachecore.services.jobs import job_get
 
 class ExportRequestSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=["csv", "jsonl"])
-    scope = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    since = serializers.CharField(required=False, allow_blank=True, max_length=40,
+    scope = StrictCharField(required=False, allow_blank=True, max_length=200)
+    since = StrictCharField(required=False, allow_blank=True, max_length=40,
                                   help_text="ISO 8601 date or datetime, inclusive")
-    until = serializers.CharField(required=False, allow_blank=True, max_length=40,
+    until = StrictCharField(required=False, allow_blank=True, max_length=40,
                                   help_text="ISO 8601 date (through that day) or datetime, exclusive")
-    subject = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    subject = StrictCharField(required=False, allow_blank=True, max_length=200)
     status = serializers.ChoiceField(choices=TrailStatus.values, required=False, allow_blank=True)
 
     def _instant(self, value: str) -> str:

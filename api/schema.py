@@ -1,0 +1,75 @@
+"""The OpenAPI schema tells the whole contract: the bearer key, and every error answer in the one
+error shape (``{"error", "detail", "fields"}``), so a client (and schemathesis) can check them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error", "detail", "fields"],
+    "properties": {
+        "error": {"type": "string", "description": "A stable short code (invalid, not_found, …)."},
+        "detail": {"type": "string", "description": "A message for people."},
+        "fields": {
+            "type": "object",
+            "description": "Per field (a JSON path for nested values), the reasons it was refused.",
+            "additionalProperties": True,
+        },
+    },
+    "additionalProperties": True,
+}
+
+_ALWAYS = {
+    "400": "Invalid input: a path or query value, or the body, field by field.",
+    "401": "Missing, malformed, invalid or revoked API key.",
+    "403": "A scope or permission outside the key's limits.",
+    "404": "Nothing of this tenant (and within the key's scopes) at this address.",
+    "405": "Method not allowed on this route.",
+    "429": "Too many requests: wait Retry-After seconds.",
+}
+_WITH_BODY = {
+    "413": "Body over 1 MiB.",
+    "415": "The body must be application/json.",
+}
+_SPECIAL = {
+    ("/api/v1/trails", "post"): {"422": "Cited ids unknown to the tenant (`unknown_ids` names them).",
+                                 "503": "The tenant's resolver is down: nothing was written."},
+    ("/api/v1/exports/{export_id}/download", "get"): {"409": "The export is not done yet.",
+                                                      "410": "The export file was deleted."},
+}
+
+
+class BearerApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "api.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "description": "`Authorization: Bearer tc_<prefix>_<secret>`"}
+
+
+def _error_response(description: str, *, retry_after: bool = False) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    if retry_after:
+        response["headers"] = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}}
+    return response
+
+
+def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: the error shape as a component, on every operation."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            errors = dict(_ALWAYS)
+            if "requestBody" in operation:
+                errors.update(_WITH_BODY)
+            errors.update(_SPECIAL.get((path, method), {}))
+            for code, description in errors.items():
+                responses.setdefault(code, _error_response(description, retry_after=code == "429"))
+    return result
