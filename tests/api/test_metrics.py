@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
@@ -59,6 +62,10 @@ def test_recalls_records_invalidations_and_latency_phases_are_counted(make_calle
     assert delta("trailcache_recall_best_similarity_count", outcome="prefetch") == 1
     assert value(after, "trailcache_database_up") == 1
     assert value(after, "trailcache_broker_up") in (0, 1)
+    # Every series the Grafana dashboard queries is one the service exposes.
+    dashboard = (Path(__file__).resolve().parents[2] / "docs" / "grafana-trailcache.json").read_text()
+    queried = set(re.findall(r"trailcache_[a-z_]+", dashboard)) - {"trailcache"}
+    assert queried and queried <= set(after), queried - set(after)
 
 
 @pytest.mark.django_db
