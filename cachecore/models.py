@@ -334,6 +334,13 @@ class DailyStat(models.Model):
     served_cited = models.PositiveIntegerField(default=0)
     served_total = models.PositiveIntegerField(default=0)
     latency_ms_sum = models.FloatField(default=0.0)
+    # Prefetches whose served sections the following record cited (savings, × the baseline).
+    cited_prefetches = models.PositiveIntegerField(default=0)
+    # Shadow mode: recalls, would-be prefetches, and of those the labelled and the uncited ones.
+    shadow_recalls = models.PositiveIntegerField(default=0)
+    shadow_prefetch = models.PositiveIntegerField(default=0)
+    shadow_prefetch_labelled = models.PositiveIntegerField(default=0)
+    shadow_prefetch_uncited = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -13,7 +13,8 @@ from cachecore.models import DailyStat, RecallEvent
 from tenants.models import Tenant
 
 _COLUMNS = ("recalls", "prefetch", "hint", "miss", "stale", "escalated", "feedback_positive", "feedback_negative",
-            "served_cited", "served_total", "latency_ms_sum")
+            "served_cited", "served_total", "latency_ms_sum", "cited_prefetches", "shadow_recalls",
+            "shadow_prefetch", "shadow_prefetch_labelled", "shadow_prefetch_uncited")
 
 _ROLLUP_SQL = """
 INSERT INTO cachecore_dailystat (tenant_id, scope, day, {columns}, updated_at)
@@ -29,6 +30,11 @@ SELECT tenant_id, scope, (created_at AT TIME ZONE 'UTC')::date AS day,
        coalesce(sum(served_cited) FILTER (WHERE served_cited IS NOT NULL), 0),
        coalesce(sum(cardinality(served_ids)) FILTER (WHERE served_cited IS NOT NULL), 0),
        coalesce(sum(latency_ms), 0),
+       count(*) FILTER (WHERE outcome = 'prefetch' AND served_cited > 0),
+       count(*) FILTER (WHERE shadow_outcome <> ''),
+       count(*) FILTER (WHERE shadow_outcome = 'prefetch'),
+       count(*) FILTER (WHERE shadow_outcome = 'prefetch' AND offered_cited IS NOT NULL),
+       count(*) FILTER (WHERE shadow_outcome = 'prefetch' AND offered_cited IS FALSE),
        now()
 FROM cachecore_recallevent
 WHERE tenant_id = %s AND created_at >= %s AND created_at < %s

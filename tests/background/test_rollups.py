@@ -66,3 +66,17 @@ def test_daily_counts_read_the_rollup_plus_todays_raw_events(make_tenant):
         recall_daily_counts(tenant=tenant, days=90)
     assert len(queries) == 2
     assert "created_at\" >= " in queries[1]["sql"] and _at(0, 0).date().isoformat() in queries[1]["sql"]
+
+
+def test_rollup_keeps_cited_prefetches_and_shadow_estimates(make_tenant):
+    tenant = make_tenant()
+    with time_machine.travel(_at(-1), tick=False):
+        make_recall_event(tenant, scope="a", outcome="prefetch", served_ids=["x"], served_cited=1)
+        make_recall_event(tenant, scope="a", outcome="prefetch", served_ids=["x"], served_cited=0)
+        make_recall_event(tenant, scope="a", outcome="miss", shadow_outcome="prefetch", offered_cited=False)
+        make_recall_event(tenant, scope="a", outcome="miss", shadow_outcome="prefetch", offered_cited=True)
+        make_recall_event(tenant, scope="a", outcome="miss", shadow_outcome="hint")
+    stats_rollup_tenant(tenant=tenant)
+    row = DailyStat.objects.get(tenant=tenant, scope="a")
+    assert (row.cited_prefetches, row.shadow_recalls, row.shadow_prefetch) == (1, 3, 2)
+    assert (row.shadow_prefetch_labelled, row.shadow_prefetch_uncited) == (2, 1)
