@@ -226,6 +226,9 @@ class Stats(_Response):
     served_cited_rate: float
     feedback: dict[str, int]
     trails: dict[str, int]
+    # Tool calls and tokens saved; labels and the suggested operating point; shadow-mode estimates.
+    savings: dict[str, Any] | None = None
+    calibration: dict[str, Any] | None = None
     shadow: dict[str, Any] | None = None
 
 
