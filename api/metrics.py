@@ -66,7 +66,7 @@ RECALL_CONFIDENCE = Histogram(
 RECORDS = Counter("trailcache_records", "Trails recorded, by admission status.", ["tenant", "status"],
                   registry=PROCESS_REGISTRY)
 INVALIDATIONS = Counter("trailcache_invalidated_trails",
-                        "Trails invalidated by section changes (upserts, deletes, background fan-out).",
+                        "Trails invalidated by section changes (counted when an upsert or delete is accepted).",
                         registry=PROCESS_REGISTRY)
 
 
@@ -140,20 +140,44 @@ def install_recall_timers() -> list[str]:
         recall_module.get_embedder = timed_get_embedder
     if get_embedder is not None:
         wrapped.append("get_embedder")
-    invalidate = getattr(sections_module, "trails_invalidate_for_sections", None)
-    if invalidate is not None and not getattr(invalidate, "trailcache_timed", False):
-        @functools.wraps(invalidate)
-        def counted_invalidate(*args: Any, **kwargs: Any) -> Any:
-            affected = invalidate(*args, **kwargs)
-            if isinstance(affected, int) and affected > 0:
+    wrapped += _install_invalidation_counter(sections_module)
+    return wrapped
+
+
+_invalidation = threading.local()
+
+
+def _install_invalidation_counter(sections_module: Any) -> list[str]:
+    """Count trails invalidated by section changes once, when the change is accepted: an upsert
+    (``trails_invalidate_schedule``: done now, or counted now and fanned out by a job) or a delete
+    (``trails_invalidate_for_sections`` called directly). The job's own fan-out is not counted again."""
+
+    def nested(fn: Callable[..., Any], count: bool) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            outermost = getattr(_invalidation, "depth", 0) == 0
+            _invalidation.depth = getattr(_invalidation, "depth", 0) + 1
+            try:
+                affected = fn(*args, **kwargs)
+            finally:
+                _invalidation.depth -= 1
+            if count and outermost and isinstance(affected, int) and affected > 0:
                 transaction.on_commit(lambda: INVALIDATIONS.inc(affected))
             return affected
 
-        counted_invalidate.trailcache_timed = True  # type: ignore[attr-defined]
-        sections_module.trails_invalidate_for_sections = counted_invalidate
-    if invalidate is not None:
-        wrapped.append("trails_invalidate_for_sections")
-    return wrapped
+        wrapper.trailcache_timed = True  # type: ignore[attr-defined]
+        return wrapper
+
+    names = []
+    for name, count in (("trails_invalidate_for_sections", True), ("trails_invalidate_schedule", True),
+                        ("trails_invalidate_job_run", False)):
+        fn = getattr(sections_module, name, None)
+        if fn is None:
+            continue
+        if not getattr(fn, "trailcache_timed", False):
+            setattr(sections_module, name, nested(fn, count))
+        names.append(name)
+    return names
 
 
 def recall_observed(*, tenant: Any, result: Any) -> None:

@@ -32,7 +32,7 @@ def test_the_recall_timers_wrap_every_step_they_name():
     """When the recall service renames a step, this fails instead of the phase silently vanishing."""
     assert set(metrics.install_recall_timers()) == {
         "_read_snapshot", "_pair_scores", "_resolve_remote", "decide", "_write", "get_embedder",
-        "trails_invalidate_for_sections",
+        "trails_invalidate_for_sections", "trails_invalidate_schedule", "trails_invalidate_job_run",
     }
 
 
@@ -66,6 +66,24 @@ def test_recalls_records_invalidations_and_latency_phases_are_counted(make_calle
     dashboard = (Path(__file__).resolve().parents[2] / "docs" / "grafana-trailcache.json").read_text()
     queried = set(re.findall(r"trailcache_[a-z_]+", dashboard)) - {"trailcache"}
     assert queried and queried <= set(after), queried - set(after)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_fan_out_is_counted_once_when_accepted_not_again_when_the_job_runs(caller, settings):
+    from cachecore.services.jobs import job_execute
+
+    settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = 0  # every upsert's fan-out becomes a job
+    caller.upsert({"a": "Alpha text.", "b": "Beta text."})
+    assert caller.record(query="What about alpha and beta?", cited=["a", "b"]).status_code == 201
+    before = value(scrape(), "trailcache_invalidated_trails_total")
+    assert caller.upsert({"a": "Alpha text, rewritten."})["invalidated_trails"] == 1
+    job = Job.objects.get(kind=JobKind.TRAILS_INVALIDATE)
+    assert value(scrape(), "trailcache_invalidated_trails_total") - before == 1
+    job_execute(job_id=str(job.pk))
+    assert Job.objects.get(pk=job.pk).status == JobStatus.DONE
+    assert value(scrape(), "trailcache_invalidated_trails_total") - before == 1
+    assert caller.delete("/api/v1/sections/b").status_code == 204
+    assert value(scrape(), "trailcache_invalidated_trails_total") - before == 2
 
 
 @pytest.mark.django_db
