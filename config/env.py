@@ -46,6 +46,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of IP networks (``10.0.0.0/8,fd00::/8``), each checked."""
+    import ipaddress
+
+    networks = env_list(name, [])
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError as exc:
+            raise ConfigError(f"{name} must list IP networks (like 10.0.0.0/8), got {network!r}") from exc
+    return networks
+
+
 def parse_database_url(url: str) -> dict[str, object]:
     """postgres://user:password@host:port/name?sslmode=… → a Django DATABASES entry."""
     parsed = urlparse(url)

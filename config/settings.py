@@ -3,17 +3,22 @@ development only by values."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
-from config.env import env_bool, env_int, env_list, env_str, parse_database_url
+from config.env import ConfigError, env_bool, env_int, env_list, env_networks, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# Development conveniences (a built-in secret key, http resolvers on loopback): `make run`, the tests,
+# the benchmark and the evaluation set TRAILCACHE_DEV=true; anything else runs in production mode.
+TRAILCACHE_DEV = env_bool("TRAILCACHE_DEV", True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if DEBUG or env_bool("TRAILCACHE_DEV", True):
+    if DEBUG or TRAILCACHE_DEV:
         SECRET_KEY = "dev-insecure-trailcache-secret-key-change-me-in-production"
     else:
         raise SystemExit("DJANGO_SECRET_KEY is required when TRAILCACHE_DEV=false")
@@ -140,7 +145,18 @@ TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
 # Sections whose upsert needs more chunk embeddings than this are embedded in a background task.
 TRAILCACHE_SYNC_CHUNK_LIMIT = env_int("TRAILCACHE_SYNC_CHUNK_LIMIT", 200, minimum=0)
 
+# This installation's namespace in the broker (queues, keys) and in Redis: two installations on one
+# host sharing a Redis never take each other's tasks. Default: derived from the database, which is
+# the same for every process of one installation (web, workers, beat) on every host.
+_db = DATABASES["default"]
+TRAILCACHE_INSTANCE = env_str("TRAILCACHE_INSTANCE", "") or "tc-" + hashlib.sha256(
+    f"{_db['HOST']}:{_db['PORT']}/{_db['NAME']}".encode()).hexdigest()[:10]
+if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", TRAILCACHE_INSTANCE):
+    raise ConfigError(f"TRAILCACHE_INSTANCE must match [A-Za-z0-9_.-]{{1,64}}, got {TRAILCACHE_INSTANCE!r}")
+
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Every message goes to this installation's queue (workers started with `-A config` consume it).
+CELERY_TASK_DEFAULT_QUEUE = TRAILCACHE_INSTANCE
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -154,6 +170,9 @@ if CELERY_BROKER_URL.startswith("sqla+"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"connect_timeout": 2}}
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_connect_timeout": 0.5, "socket_timeout": 2}
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        # Every key kombu writes (queues, unacked messages, bindings) under the installation's prefix.
+        CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = f"{TRAILCACHE_INSTANCE}:"
 # The same for RabbitMQ (amqp): seconds to wait for a connection.
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 # No retry loop around a publish either: a failed publish leaves the job row queued for the sweeper.
@@ -163,6 +182,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Changed sections per upsert above which trails are invalidated in a background job.
 TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = env_int("TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS", 100, minimum=0)
+# Networks a tenant's resolver may be in although they are not public (e.g. "10.20.0.0/16" for an
+# internal resolver an operator trusts); empty: public addresses only (and loopback in development).
+TRAILCACHE_RESOLVER_ALLOWED_NETWORKS = env_networks("TRAILCACHE_RESOLVER_ALLOWED_NETWORKS")
+# Largest resolver answer read, in bytes; a longer one is a failed call.
+TRAILCACHE_RESOLVER_MAX_BODY_BYTES = env_int("TRAILCACHE_RESOLVER_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
 # GET /metrics: bearer token (unset: loopback only); tenants (slugs) that get their own label (others: "other").

@@ -162,14 +162,13 @@ class Tenant(models.Model):
 
             raise ValidationError({"hint_confidence": "The hint band must start at or below the prefetch confidence."})
         if self.resolver_url:
-            from urllib.parse import urlparse
-
             from django.core.exceptions import ValidationError
 
-            parsed = urlparse(self.resolver_url)
-            loopback = parsed.hostname in {"127.0.0.1", "localhost", "::1"}
-            if parsed.scheme != "https" and not loopback:
-                raise ValidationError({"resolver_url": "The resolver must be an https:// URL."})
+            from tenants.netpolicy import url_problem
+
+            problem = url_problem(self.resolver_url)
+            if problem:
+                raise ValidationError({"resolver_url": problem})
             if not self.resolver_secret:
                 raise ValidationError({"resolver_secret": "A resolver needs a secret to sign its requests."})
 

@@ -110,7 +110,7 @@ def test_the_sweeper_publishes_jobs_that_never_reached_the_broker(make_tenant, r
     assert jobs_requeue(min_age_seconds=0) == 1
     job.refresh_from_db()
     assert job.enqueued_at is not None
-    assert redis.Redis(port=redis_server.port).llen("celery") == 1
+    assert redis.Redis(port=redis_server.port).llen(_queue_key()) == 1
     assert jobs_requeue(min_age_seconds=0) == 0  # published once, not again
 
 
@@ -166,6 +166,13 @@ def test_an_upsert_changing_many_sections_invalidates_trails_in_a_job(caller, se
 
 # ---- durability: the sweeper, dead workers, a broker outage, the beat schedule -------------------
 
+def _queue_key() -> str:
+    """The installation's default queue, under its key prefix (config/settings.py)."""
+    from django.conf import settings
+
+    return settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("global_keyprefix", "") + settings.CELERY_TASK_DEFAULT_QUEUE
+
+
 def _messages(redis_port: int) -> list[str]:
     """Job ids of the task messages waiting in the broker's default queue (JSON, base64 body)."""
     import base64
@@ -173,7 +180,7 @@ def _messages(redis_port: int) -> list[str]:
 
     import redis
 
-    raw = redis.Redis(port=redis_port).lrange("celery", 0, -1)
+    raw = redis.Redis(port=redis_port).lrange(_queue_key(), 0, -1)
     return [json.loads(base64.b64decode(json.loads(m)["body"]))[0][0] for m in raw]
 
 
