@@ -102,7 +102,7 @@ def test_the_tools_over_streamable_http(service):
         env={**os.environ, **server_env(service)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
-        for _ in range(300):  # bounded wait for the port (the interpreter starts in about a second)
+        for _ in range(900):  # bounded wait for the port (the interpreter starts in about a second)
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
                 break

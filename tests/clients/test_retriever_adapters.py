@@ -131,6 +131,16 @@ def test_a_fallback_without_hint_ids_still_gets_the_hinted_sections_first(client
     assert [n.node.node_id for n in nodes[:2]] == ["guide/install.md#windows", "faq:conflicts"]
 
 
+def test_a_langchain_fallback_without_hint_ids_works_too(client):
+    class Plain(LangChainRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+            return [Document(page_content=text, id=sid) for sid, text in SECTIONS.items()]
+
+    make_hint(client)
+    docs = LangChainTrailcache(client=client, fallback=Plain()).invoke(SETUP)
+    assert [d.id for d in docs[:2]] == ["guide/install.md#windows", "faq:conflicts"]
+
+
 def test_both_fall_back_when_the_service_is_down(service):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
