@@ -171,6 +171,7 @@ def _at(now: datetime, day: int, rng: random.Random) -> datetime:
 
 
 def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
+    started = timezone.now()
     rng = random.Random(7)
     if tenant.coverage_floor == DEFAULT_COVERAGE_FLOOR:
         # A stricter floor than the default: thinly covered prefetches become escalated hints.
@@ -248,7 +249,8 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     # The edit made the sections' and trails' state change on that day, not today.
     edited_at = _at(now, edit_day, rng)
     Section.objects.filter(tenant=tenant, external_id__in=[e["id"] for e in EDITS]).update(updated_at=edited_at)
-    Trail.objects.filter(tenant=tenant, status=TrailStatus.STALE).update(status_changed_at=edited_at)
+    Trail.objects.filter(tenant=tenant, status_changed_at__gte=started).exclude(
+        status__in=[TrailStatus.QUARANTINED, TrailStatus.PENDING]).update(status_changed_at=edited_at)
     # Recalls were back-dated above; so are the trails' last hits.
     last_hit = (RecallEvent.objects.filter(trail=OuterRef("pk")).exclude(outcome=RecallOutcome.MISS)
                 .order_by("-created_at").values("created_at")[:1])

@@ -73,7 +73,10 @@ def copy_button(value: Any, what: str = "value") -> str:
     """A small button that copies ``value`` (console.js); hidden without JavaScript."""
     return format_html(
         '<button type="button" class="copy" data-copy="{}" aria-label="Copy {}" title="Copy {}">'
-        '<span aria-hidden="true">⧉</span></button>', value, what, what,
+        '<svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true" focusable="false">'
+        '<rect x="5" y="5" width="9" height="9" rx="1.5" fill="none" stroke="currentColor" stroke-width="1.6"/>'
+        '<path d="M11 3.5V3a1 1 0 0 0-1-1H3a1 1 0 0 0-1 1v7a1 1 0 0 0 1 1h.5" fill="none" stroke="currentColor" '
+        'stroke-width="1.6"/></svg></button>', value, what, what,
     )
 
 
@@ -96,3 +99,14 @@ REASONS = {
 def reason_label(reason: str) -> str:
     """A recall's ``reason`` code in words (unknown codes as they are)."""
     return REASONS.get(reason, reason.replace("_", " "))
+
+
+@register.filter
+def percent(rate: float | None) -> str:
+    """A rate (0–1) as a percentage: one decimal under 10 %, so a rare event does not read 0 %."""
+    if rate is None:
+        return "–"
+    value = 100 * float(rate)
+    if value == 0:
+        return "0%"
+    return f"{value:.1f}%" if value < 10 else f"{value:.0f}%"

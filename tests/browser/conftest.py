@@ -34,13 +34,80 @@ def browser(allow_orm_beside_playwright: None) -> Iterator[Any]:
         browser.close()
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+class BrowserWatch:
+    """Everything that went wrong in the browser while a test drove it: console errors,
+    uncaught exceptions, failed requests and HTTP errors. A test that provokes an error on
+    purpose (a form answered with 400) names it with ``expect``; anything else fails the test."""
+
+    def __init__(self, page: Any) -> None:
+        self.problems: list[str] = []
+        self.expected: list[tuple[int, str]] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"uncaught exception: {error}"))
+        page.on("requestfailed", self._request_failed)
+        page.on("response", self._response)
+
+    def expect(self, status: int, path: str) -> None:
+        self.expected.append((status, path))
+
+    def _is_expected(self, status: int | None, url: str) -> bool:
+        return any((status is None or status == s) and p in url for s, p in self.expected)
+
+    def _console(self, message: Any) -> None:
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        if "Failed to load resource" in message.text and self._is_expected(None, url):
+            return
+        self.problems.append(f"console error: {message.text} ({url})")
+
+    def _request_failed(self, request: Any) -> None:
+        failure = request.failure or ""
+        # htmx cancels a superseded request on purpose (hx-sync="this:replace"): not a failure.
+        if "ERR_ABORTED" in failure:
+            return
+        self.problems.append(f"request failed: {request.method} {request.url}: {failure}")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400 and not self._is_expected(response.status, response.url):
+            self.problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
+
+    def check(self) -> None:
+        problems, self.problems = self.problems, []
+        assert not problems, "the browser reported:\n" + "\n".join(problems)
+
+
+def open_page(browser: Any, *, width: int = 1400, height: int = 1000) -> tuple[Any, Any, BrowserWatch]:
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    yield page
-    context.close()
+    return context, page, BrowserWatch(page)
+
+
+@pytest.fixture
+def watch_page(browser: Any) -> Iterator[tuple[Any, BrowserWatch]]:
+    """A page at 1400 px and its watch; the test fails on any browser error it did not expect."""
+    context, page, watch = open_page(browser)
+    yield page, watch
+    try:
+        watch.check()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(watch_page: tuple[Any, BrowserWatch]) -> Any:
+    return watch_page[0]
+
+
+@pytest.fixture
+def watch(watch_page: tuple[Any, BrowserWatch]) -> BrowserWatch:
+    return watch_page[1]
+
+
+@pytest.fixture(autouse=True)
+def exports_in_tmp(settings: Any, tmp_path: Any) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
 
 
 @pytest.fixture(autouse=True)
