@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 export DJANGO_SETTINGS_MODULE := config.settings
+# Every target here is a development one (run, test, bench, eval): development mode, explicitly.
+# A deployment starts gunicorn and celery itself, in production mode (the default).
+export TRAILCACHE_DEV := true
 
 .PHONY: setup run test lint bench eval clean-data
 

@@ -15,13 +15,21 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Development conveniences (a built-in secret key, http resolvers on loopback): `make run`, the tests,
 # the benchmark and the evaluation set TRAILCACHE_DEV=true; anything else runs in production mode.
-TRAILCACHE_DEV = env_bool("TRAILCACHE_DEV", True)
+# Production mode is the default: it fails closed.
+TRAILCACHE_DEV = env_bool("TRAILCACHE_DEV", False)
+_DEV_SECRET_KEY = "dev-insecure-trailcache-secret-key-change-me-in-production"
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if DEBUG or TRAILCACHE_DEV:
-        SECRET_KEY = "dev-insecure-trailcache-secret-key-change-me-in-production"
-    else:
-        raise SystemExit("DJANGO_SECRET_KEY is required when TRAILCACHE_DEV=false")
+if TRAILCACHE_DEV:
+    SECRET_KEY = SECRET_KEY or _DEV_SECRET_KEY
+elif not SECRET_KEY:
+    raise ConfigError("DJANGO_SECRET_KEY is required when TRAILCACHE_DEV=false (production mode, the default): "
+                      "set it to a long random value, e.g. from "
+                      "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`, "
+                      "or set TRAILCACHE_DEV=true for development")
+elif SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 32:
+    raise ConfigError("DJANGO_SECRET_KEY must be a random value of at least 32 characters in production mode")
+if DEBUG and not TRAILCACHE_DEV:
+    raise ConfigError("DJANGO_DEBUG=true is only allowed with TRAILCACHE_DEV=true (it shows settings and code)")
 # API keys are stored as HMAC digests keyed with this pepper; rotating it invalidates all keys.
 API_KEY_PEPPER = env_str("TRAILCACHE_API_KEY_PEPPER", SECRET_KEY)
 
@@ -59,7 +67,36 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "api.middleware.ApiInputMiddleware",
+    "config.security.ContentSecurityPolicyMiddleware",
 ]
+
+# Content-Security-Policy on every response (config/security.py). The test suite turns it off by
+# default (Playwright's waits evaluate strings in the page, which the policy forbids); the tests
+# about the policy turn it on.
+TRAILCACHE_CSP = env_bool("TRAILCACHE_CSP", True)
+
+# Cookies: HttpOnly and SameSite always; Secure (sent over https only) in production mode.
+SESSION_COOKIE_SECURE = env_bool("TRAILCACHE_SECURE_COOKIES", not TRAILCACHE_DEV)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True  # the console sends the token from the page (hx-headers), never from the cookie
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+# HSTS on https responses (a year in production; 0 turns it off), and what a TLS-terminating proxy
+# says about the original scheme: TRAILCACHE_PROXY_SSL_HEADER=X-Forwarded-Proto trusts that header
+# (only behind a proxy that sets it on every request).
+SECURE_HSTS_SECONDS = env_int("TRAILCACHE_HSTS_SECONDS", 0 if TRAILCACHE_DEV else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TRAILCACHE_HSTS_INCLUDE_SUBDOMAINS", False)
+_proxy_ssl_header = env_str("TRAILCACHE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", _proxy_ssl_header):
+        raise ConfigError(f"TRAILCACHE_PROXY_SSL_HEADER must be a header name, got {_proxy_ssl_header!r}")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env_bool("TRAILCACHE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]  # probes from inside the network
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -109,7 +146,9 @@ STATIC_ROOT = env_str("TRAILCACHE_STATIC_ROOT", "") or None
 # Serve straight from the apps' static folders: no collectstatic step for `make run`.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
-MEDIA_ROOT = Path(env_str("TRAILCACHE_MEDIA_ROOT", str(BASE_DIR / ".data" / "media")))
+# The checkout's data folder: the embedded database, export files, the demo login of `make run`.
+TRAILCACHE_DATA_DIR = Path(env_str("TRAILCACHE_DATA_DIR", str(BASE_DIR / ".data")))
+MEDIA_ROOT = Path(env_str("TRAILCACHE_MEDIA_ROOT", str(TRAILCACHE_DATA_DIR / "media")))
 
 LOGIN_URL = "/console/login/"
 LOGIN_REDIRECT_URL = "/console/"

@@ -8,4 +8,7 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("TRAILCACHE_DEV", "true")
+# Playwright's waits evaluate strings in the page, which the Content-Security-Policy forbids: off
+# here, on in the tests about it (tests/browser/test_csp.py, tests/config/test_production_mode.py).
+os.environ.setdefault("TRAILCACHE_CSP", "false")
 os.environ.setdefault("TRAILCACHE_INSTANCE", "test-" + os.environ.get("TRAILCACHE_TEST_DB", "test_trailcache"))

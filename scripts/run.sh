@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${PORT:-8000}"
 PY=.venv/bin/python
+# Development mode, explicitly: a built-in secret key, the demo login, http resolvers on loopback.
+# Anything started otherwise runs in production mode and needs DJANGO_SECRET_KEY.
+export TRAILCACHE_DEV=true
 mkdir -p .data
 # /metrics sums the gunicorn workers' counters from these files (emptied at each start).
 export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$PWD/.data/prometheus}"; mkdir -p "$PROMETHEUS_MULTIPROC_DIR"; rm -f "$PROMETHEUS_MULTIPROC_DIR"/*.db

@@ -21,4 +21,5 @@ if ((${#missing[@]})); then
 fi
 
 .venv/bin/ruff check .
+export TRAILCACHE_DEV=true  # the tests run in development mode (config/testing.py sets it for plain pytest too)
 exec .venv/bin/python -m pytest "$@"

@@ -17,7 +17,9 @@ UNUSED_DATABASE = "postgresql://nobody@127.0.0.1:1/unused"
 
 def _start(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TRAILCACHE_", "DATABASE_"))}
-    clean.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": UNUSED_DATABASE, **env})
+    # Development mode unless a case says otherwise: each case is about its own variable.
+    clean.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": UNUSED_DATABASE,
+                  "TRAILCACHE_DEV": "true", **env})
     command = list(args) or ["-c", "import django; django.setup(); print('started')"]
     return subprocess.run([sys.executable, *command], cwd=ROOT, env=clean, capture_output=True, text=True,
                           timeout=120)
