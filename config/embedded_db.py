@@ -116,9 +116,41 @@ def _create_database() -> None:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
+def _server_data_directory() -> str | None:
+    """The data folder of the PostgreSQL answering on our port, or None when what answers is
+    not a PostgreSQL server we can ask (another service, another kind of server)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(f"postgresql://{DB_SUPERUSER}@127.0.0.1:{port()}/postgres", connect_timeout=3) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+    except (psycopg.Error, OSError):
+        return None
+    return str(row[0]) if row else None
+
+
+def _check_owner() -> None:
+    """Something listens on our port: use it only if it is this checkout's server. Another data
+    folder's server (a second checkout on the same host) would mix two installations' data."""
+    theirs = _server_data_directory()
+    if theirs is None:
+        raise SystemExit(
+            f"Port {port()} on 127.0.0.1 is held by something that is not this checkout's embedded PostgreSQL. "
+            f"Stop it, or set TRAILCACHE_EMBEDDED_PG_PORT to a free port (or DATABASE_URL)."
+        )
+    if os.path.realpath(theirs) != os.path.realpath(PGDATA):
+        raise SystemExit(
+            f"Port {port()} on 127.0.0.1 is held by the embedded PostgreSQL of another data folder ({theirs}), "
+            f"not this checkout's ({PGDATA}). Set TRAILCACHE_EMBEDDED_PG_PORT to a free port for this checkout "
+            f"(or DATABASE_URL)."
+        )
+
+
 def ensure_running() -> str:
-    """Start the embedded server if it is not already listening; return its URL."""
+    """Start the embedded server if it is not already listening; return its URL. A server of
+    another data folder on our port is refused, never used."""
     if _is_listening():
+        _check_owner()
         return database_url()
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     if _as_root():
@@ -128,6 +160,7 @@ def ensure_running() -> str:
     with open(DATA_ROOT / "pg.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _is_listening():
+            _check_owner()
             return database_url()
         if not (PGDATA / "PG_VERSION").exists():
             _initdb()
@@ -136,7 +169,9 @@ def ensure_running() -> str:
         log.touch()
         _chown_to_pg_user(log)
         try:
-            _run([_bin("pg_ctl"), "-D", str(PGDATA), "-l", str(log), "-w", "-t", "30", "start"])
+            # The port of now, not only the one written at initdb: TRAILCACHE_EMBEDDED_PG_PORT is the truth.
+            _run([_bin("pg_ctl"), "-D", str(PGDATA), "-l", str(log), "-o", f"-p {port()}", "-w", "-t", "30",
+                  "start"])
         except subprocess.CalledProcessError as exc:
             tail = log.read_text()[-2000:] if log.exists() else ""
             raise SystemExit(f"Embedded PostgreSQL did not start:\n{exc.stderr}\n{tail}") from exc
