@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.db import IntegrityError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -14,7 +15,7 @@ from rest_framework.views import APIView
 from api import metrics
 from api import serializers as s
 from cachecore import selectors, services
-from cachecore.errors import NotFound, ScopeForbidden
+from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import Trail
 from cachecore.services import calibration
 from tenants.models import ApiKey, Tenant
@@ -46,6 +47,16 @@ class TenantAPIView(APIView):
         if self.key.scope_prefixes:
             raise ScopeForbidden(f"{what} needs an API key without scope limits")
 
+    def require_visible_recall(self, recall_id: object) -> None:
+        """A record may link only a recall its key could see: one outside the key's scopes is as
+        unknown as one that never was (the same 400, so its existence is not revealed)."""
+        try:
+            event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
+        except NotFound:
+            return  # the service answers the unknown id
+        if not self.key.allows_scope(event.scope):
+            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]})
+
     def trail_visible(self, trail: Trail) -> Trail:
         if not self.key.allows_scope(trail.scope):
             raise NotFound("trail not found")
@@ -57,7 +68,12 @@ class SectionsView(TenantAPIView):
                    summary="Upsert sections (server hashes the text)")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
-        result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
+        try:
+            result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
+        except IntegrityError:
+            # Two upserts creating the same new id at once: the loser's insert hits the unique key
+            # (its transaction rolled back whole). Once more, it finds the row and updates it.
+            result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
         return Response(asdict(result))
 
 
@@ -79,6 +95,8 @@ class TrailsView(TenantAPIView):
     def post(self, request: Request) -> Response:
         data = _validated(s.TrailRecordSerializer, request)
         self.require_scope(data["scope"])
+        if data.get("recall_id") and self.key.scope_prefixes:
+            self.require_visible_recall(data["recall_id"])
         trail = services.trail_record(
             tenant=self.tenant, scope=data["scope"], query=data["query"], steps=data["steps"],
             cited=data["cited"], signal=data.get("signal"), subject=data.get("subject", ""),

@@ -3,6 +3,7 @@ only; keys limited to scope prefixes may not export (an export spans the whole t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import FileResponse
@@ -63,14 +64,25 @@ class ExportStatusSerializer(ExportAcceptedSerializer):
     error = serializers.CharField(allow_blank=True)
 
 
+_ERROR_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
 def export_status(job: Job) -> dict[str, Any]:
     downloadable = job.status == JobStatus.DONE and not job.file_deleted_at
     return {
         "export_id": str(job.pk), "status": job.status,
         "progress": {"done": job.progress_done, "total": job.progress_total},
         "download_url": reverse("api-export-download", args=[job.pk]) if downloadable else None,
-        "rows": job.result.get("rows"), "expires_at": job.file_expires_at, "error": job.error,
+        "rows": job.result.get("rows"), "expires_at": job.file_expires_at, "error": public_error(job.error),
     }
+
+
+def public_error(error: str) -> str:
+    """A failed job's stable short code (``too_many_attempts``); an exception's text (which may
+    name files, hosts or data) is for the log and the console, never for an API caller."""
+    if not error or _ERROR_CODE.fullmatch(error):
+        return error
+    return "internal_error"
 
 
 class ExportsView(TenantAPIView):
