@@ -166,7 +166,13 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.KeyAndTenantRateThrottle"],
 }
+# Requests per minute per API key and per tenant (every key of it together); 0: no limit.
+TRAILCACHE_RATE_PER_KEY_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", 6000, minimum=0)
+TRAILCACHE_RATE_PER_TENANT_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", 12000, minimum=0)
+# Exports queued or running at once per tenant; one more is answered 429.
+TRAILCACHE_MAX_ACTIVE_EXPORTS = env_int("TRAILCACHE_MAX_ACTIVE_EXPORTS", 3, minimum=1)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Trailcache API",

@@ -11,4 +11,7 @@ os.environ.setdefault("TRAILCACHE_DEV", "true")
 # Playwright's waits evaluate strings in the page, which the Content-Security-Policy forbids: off
 # here, on in the tests about it (tests/browser/test_csp.py, tests/config/test_production_mode.py).
 os.environ.setdefault("TRAILCACHE_CSP", "false")
+# Request rates off (a suite sends thousands of requests a minute with few keys); on in the tests about them.
+os.environ.setdefault("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", "0")
+os.environ.setdefault("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", "0")
 os.environ.setdefault("TRAILCACHE_INSTANCE", "test-" + os.environ.get("TRAILCACHE_TEST_DB", "test_trailcache"))

@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from django.http import FileResponse
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,6 +21,7 @@ from api.views.core import TenantAPIView, _validated
 from cachecore import services
 from cachecore.models import Job, JobKind, JobStatus, TrailStatus
 from cachecore.services.jobs import job_get
+from tenants.models import Tenant
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -64,6 +67,8 @@ class ExportStatusSerializer(ExportAcceptedSerializer):
     error = serializers.CharField(allow_blank=True)
 
 
+# Retry-After of a refused export: about how long a small export takes.
+EXPORT_RETRY_SECONDS = 30
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -91,11 +96,22 @@ class ExportsView(TenantAPIView):
     def post(self, request: Request) -> Response:
         data = _validated(ExportRequestSerializer, request)
         self.require_unrestricted_key("exporting")
-        job = services.export_request(
-            tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
-            until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
-            actor_label=f"apikey:tc_{self.key.prefix}",
-        )
+        with transaction.atomic():
+            # One request at a time per tenant past this line, so the cap cannot be raced.
+            Tenant.objects.select_for_update().filter(pk=self.tenant.pk).exists()
+            active = Job.objects.filter(tenant=self.tenant, kind=JobKind.EXPORT,
+                                        status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).count()
+            if active >= settings.TRAILCACHE_MAX_ACTIVE_EXPORTS:
+                raise exceptions.Throttled(
+                    wait=EXPORT_RETRY_SECONDS,
+                    detail=f"{active} exports of this tenant are queued or running (at most "
+                    f"{settings.TRAILCACHE_MAX_ACTIVE_EXPORTS}); try again when one is done.",
+                )
+            job = services.export_request(
+                tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
+                until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
+                actor_label=f"apikey:tc_{self.key.prefix}",
+            )
         return Response({"export_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 

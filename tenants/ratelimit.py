@@ -1,0 +1,114 @@
+"""Fixed-window counters shared by every process of this installation through Redis (the broker,
+when it is Redis; keys under the installation's namespace, expiring with their window). When
+Redis does not answer, each process counts in its own memory (limits then hold per process)
+and asks Redis again after a few seconds: a limit never turns into an outage."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+
+_REDIS_RETRY_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    count: int
+    retry_after: int  # seconds until the window ends (0 when allowed)
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._memory: dict[str, tuple[float, int]] = {}
+        self._client: Any = None
+        self._client_url = ""
+        self._down_until = 0.0
+
+    def _redis(self) -> Any:
+        url = getattr(settings, "CELERY_BROKER_URL", "")
+        if not url.startswith(("redis://", "rediss://")) or time.monotonic() < self._down_until:
+            return None
+        if self._client is None or self._client_url != url:
+            self._client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.2)
+            self._client_url = url
+        return self._client
+
+    def _key(self, name: str, ident: str, window: int) -> str:
+        db = settings.DATABASES["default"]["NAME"]
+        return f"{settings.TRAILCACHE_INSTANCE}:rl:{db}:{name}:{ident}:{window}"
+
+    def hit(self, name: str, ident: str, *, limit: int, period: int, cost: int = 1) -> Verdict:
+        """Count ``cost`` against ``ident``'s window of ``period`` seconds; allowed while the
+        count stays within ``limit``."""
+        now = time.time()
+        window = int(now // period)
+        retry_after = max(1, int((window + 1) * period - now) + 1)
+        key = self._key(name, ident, window)
+        count = None
+        client = self._redis()
+        if client is not None:
+            try:
+                pipe = client.pipeline()
+                pipe.incrby(key, cost)
+                pipe.expire(key, period + 1)
+                count = int(pipe.execute()[0])
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        if count is None:
+            with self._lock:
+                started, seen = self._memory.get(key, (now, 0))
+                count = seen + cost
+                self._memory[key] = (started, count)
+                if len(self._memory) > 10_000:  # old windows go
+                    for old in [k for k, (t, _) in self._memory.items() if now - t > 3600]:
+                        del self._memory[old]
+        allowed = count <= limit
+        return Verdict(allowed, count, 0 if allowed else retry_after)
+
+    def peek(self, name: str, ident: str, *, period: int) -> int:
+        """The current window's count (0 when unknown)."""
+        window = int(time.time() // period)
+        key = self._key(name, ident, window)
+        client = self._redis()
+        if client is not None:
+            try:
+                return int(client.get(key) or 0)
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        with self._lock:
+            return self._memory.get(key, (0.0, 0))[1]
+
+    def clear(self, name: str, ident: str, *, period: int) -> None:
+        window = int(time.time() // period)
+        key = self._key(name, ident, window)
+        client = self._redis()
+        if client is not None:
+            try:
+                client.delete(key)
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        with self._lock:
+            self._memory.pop(key, None)
+
+    def reset(self) -> None:
+        """Forget every counter of this database (tests)."""
+        client = self._redis()
+        if client is not None:
+            pattern = f"{settings.TRAILCACHE_INSTANCE}:rl:{settings.DATABASES['default']['NAME']}:*"
+            try:
+                for found in client.scan_iter(match=pattern, count=500):
+                    client.delete(found)
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        with self._lock:
+            self._memory.clear()
+
+
+counters = _Counters()
