@@ -97,6 +97,31 @@ class _Counters:
         with self._lock:
             self._memory.pop(key, None)
 
+    def hold(self, name: str, ident: str, *, seconds: int) -> None:
+        """Mark ``ident`` for ``seconds`` (a lockout)."""
+        key = self._key(name, ident, 0)
+        client = self._redis()
+        if client is not None:
+            try:
+                client.set(key, "1", ex=seconds)
+                return
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        with self._lock:
+            self._memory[key] = (time.time() + seconds, 1)
+
+    def held(self, name: str, ident: str) -> bool:
+        key = self._key(name, ident, 0)
+        client = self._redis()
+        if client is not None:
+            try:
+                return bool(client.exists(key))
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + _REDIS_RETRY_SECONDS
+        with self._lock:
+            until, _ = self._memory.get(key, (0.0, 0))
+            return time.time() < until
+
     def reset(self) -> None:
         """Forget every counter of this database (tests)."""
         client = self._redis()
