@@ -42,6 +42,38 @@ _SPECIAL = {
 }
 
 
+# What an answer's id opens next (OpenAPI links): clients and schemathesis's stateful runs follow them.
+_LINKS = {
+    ("/api/v1/trails", "post", "201"): [
+        ("GetTrail", "/api/v1/trails/{trail_id}", "get", "trail_id"),
+        ("DeleteTrail", "/api/v1/trails/{trail_id}", "delete", "trail_id"),
+    ],
+    ("/api/v1/recall", "post", "200"): [
+        ("GiveFeedback", "/api/v1/recalls/{recall_id}/feedback", "post", "recall_id"),
+    ],
+    ("/api/v1/exports", "post", "202"): [
+        ("GetExport", "/api/v1/exports/{export_id}", "get", "export_id"),
+        ("DownloadExport", "/api/v1/exports/{export_id}/download", "get", "export_id"),
+    ],
+}
+
+
+def _add_links(result: dict[str, Any]) -> None:
+    paths = result.get("paths", {})
+    for (path, method, status), links in _LINKS.items():
+        response = paths.get(path, {}).get(method, {}).get("responses", {}).get(status)
+        if response is None:
+            continue
+        for name, target_path, target_method, field in links:
+            target = paths.get(target_path, {}).get(target_method)
+            if target is None or "operationId" not in target:
+                continue
+            response.setdefault("links", {})[name] = {
+                "operationId": target["operationId"],
+                "parameters": {field: f"$response.body#/{field}"},
+            }
+
+
 class BearerApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
@@ -72,4 +104,5 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             errors.update(_SPECIAL.get((path, method), {}))
             for code, description in errors.items():
                 responses.setdefault(code, _error_response(description, retry_after=code == "429"))
+    _add_links(result)
     return result

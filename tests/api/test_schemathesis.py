@@ -48,11 +48,13 @@ statuses: Counter[int] = Counter()
 
 
 @pytest.fixture
-def bearer(db):
+def bearer(db, settings):
     """A tenant's key. The WSGI app is called in-process inside the test's transaction, so the
     connection must outlive each request, as under Django's test client."""
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
+    # Exports accepted, not refused by the per-tenant cap (tests/security/test_limits.py pins that).
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 10_000
     # Thousands of refused requests: log only server errors.
     logging.getLogger("django.request").setLevel(logging.ERROR)
     tenant = tenant_create(slug="fuzzed")
@@ -75,8 +77,33 @@ def test_no_input_gives_a_server_error_and_every_answer_matches_the_schema(case,
     case.validate_response(response, excluded_checks=[positive_data_acceptance])
 
 
+STATEFUL_SCENARIOS = 40
+
+
+def test_linked_calls_hold_up_too(bearer):
+    """Stateful: a recall's id fed to its feedback, a recorded trail's id to its read and delete,
+    an export's id to its status and download (the schema's links), in generated sequences."""
+    machine = schema.as_state_machine()
+
+    class Counted(machine):
+        def call(self, case, **kwargs):
+            response = super().call(case, **kwargs)
+            sent[f"stateful {case.operation.label}"] += 1
+            statuses[response.status_code] += 1
+            assert response.status_code < 500, (case.as_curl_command(), response.text[:500])
+            return response
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, excluded_checks=[positive_data_acceptance])
+
+    Counted.run(settings=settings(max_examples=STATEFUL_SCENARIOS, stateful_step_count=6, deadline=None,
+                                  suppress_health_check=list(HealthCheck), database=None, derandomize=True))
+    followed = {label for label in sent if label.startswith("stateful ") and "{" in label}
+    assert followed, dict(sent)  # some linked operations were reached through their links
+
+
 def test_the_fuzzing_sent_enough_requests_and_none_failed():
     total = sum(sent.values())
-    print(f"schemathesis: {total} requests over {len(sent)} operations; statuses {dict(sorted(statuses.items()))}")
+    print(f"schemathesis: {total} requests; statuses {dict(sorted(statuses.items()))}; {dict(sent)}")
     assert total >= MIN_REQUESTS, dict(sent)
     assert not [code for code in statuses if code >= 500], dict(statuses)
