@@ -29,6 +29,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     else:
         stats = selectors.stats_for_tenant(tenant=tenant, since=since)
     daily = selectors.recall_daily_counts(tenant=tenant, days=days)
+    for d in daily:  # for the chart's table: the rate in words, not only as a line
+        total = d["prefetch"] + d["hint"] + d["miss"]
+        d["hit_rate"] = (d["prefetch"] + d["hint"]) / total if total else None
     top = selectors.top_trails_by_hits(tenant=tenant, limit=10)
     status_rows = [(TrailStatus(s).label, n, charts.STATUS_COLOURS[s]) for s, n in stats["trails"].items()]
     max_hits = max((t.hits for t in top), default=0) or 1
@@ -37,6 +40,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "windows": WINDOWS,
         "stats": stats,
         "trail_total": sum(stats["trails"].values()),
+        "daily": daily,
         "recalls_chart": charts.recalls_per_day(daily),
         "hit_rate_chart": charts.hit_rate_per_day(daily),
         "status_chart": charts.horizontal_bars(status_rows, label="Trails by status"),

@@ -75,3 +75,10 @@ def test_forms_are_laid_out_in_rows_with_labels(world):
 def test_pages_name_their_icon_and_script(world):
     body = world.client("support").get("/console/?tenant=acme").content.decode()
     assert 'rel="icon"' in body and "adminui/console.js" in body and 'data-nav-toggle' in body
+
+
+def test_the_recalls_chart_is_also_a_table_so_outcomes_are_not_told_by_colour_alone(world):
+    body = world.client("support").get("/console/?tenant=acme&days=7").content.decode()
+    table = body[body.index("The same as a table"):]
+    assert "<th class=\"num\">Prefetch</th><th class=\"num\">Hint</th><th class=\"num\">Miss</th>" in table
+    assert "<td class=\"num\">50.0%</td>" in table or "<td class=\"num\">50%</td>" in table  # 1 hit of 2 today
