@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
-from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS, InputRefused, check_value
+from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS, InputRefused, check_value, string_problem
 from cachecore.engine.limits import MAX_BODY_BYTES
 
 
@@ -36,7 +36,8 @@ _CODES = {400: "bad_request", 403: "permission_denied", 404: "not_found", 405: "
 
 
 class ApiInputMiddleware:
-    """Path and query values of API routes are checked here, once, for every view."""
+    """Path and query values of API routes are checked here, once, for every view (and, as a
+    plain 400, NUL and lone surrogates on every other page)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -54,7 +55,7 @@ class ApiInputMiddleware:
     def process_view(self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> HttpResponse | None:
         if not request.path.startswith("/api/"):
-            return None
+            return _page_input_refused(request, kwargs)
         try:
             for name, value in kwargs.items():
                 if isinstance(value, str):
@@ -66,3 +67,17 @@ class ApiInputMiddleware:
         except InputRefused as exc:
             return JsonResponse({"error": "invalid", "detail": str(exc), "fields": exc.fields}, status=400)
         return None
+
+
+def _page_input_refused(request: HttpRequest, kwargs: dict[str, Any]) -> HttpResponse | None:
+    """The console's pages: a NUL or lone surrogate in the query or the path is a plain 400 (forms
+    refuse them in bodies already), never a database error."""
+    values = [v for v in kwargs.values() if isinstance(v, str)]
+    for name, items in request.GET.lists():
+        values.append(name)
+        values.extend(items)
+    for value in values:
+        problem = string_problem(value)
+        if problem:
+            return HttpResponseBadRequest(f"Bad request: a query or path value {problem}.", content_type="text/plain")
+    return None
