@@ -26,7 +26,6 @@ import importlib
 import ipaddress
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,7 +41,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 OTHER_TENANT = "other"
-PHASES = ("embedding", "search", "scoring", "validation", "write")
+PHASES = ("embedding", "search", "validation", "scoring", "write")
 
 # Process-local registry (single-process mode); in multiprocess mode the values live in files and
 # are collected from PROMETHEUS_MULTIPROC_DIR at scrape time.
@@ -76,72 +75,12 @@ def tenant_label(tenant: Any) -> str:
 
 
 # --- recall phases -------------------------------------------------------------------------
-_timings = threading.local()
-
-
-def _phase_add(phase: str, seconds: float) -> None:
-    phases = getattr(_timings, "phases", None)
-    if phases is not None:
-        phases[phase] = phases.get(phase, 0.0) + seconds
-
-
-def _timed(phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _phase_add(phase, time.perf_counter() - started)
-
-    wrapper.trailcache_timed = True  # type: ignore[attr-defined]
-    return wrapper
-
-
-class _TimedEmbedder:
-    """The embedder with ``embed_one`` timed; the first step of a recall starts its clock."""
-
-    def __init__(self, embedder: Any) -> None:
-        self._embedder = embedder
-
-    def embed_one(self, text: str) -> Any:
-        _timings.started = time.perf_counter()
-        _timings.phases = {}
-        started = time.perf_counter()
-        try:
-            return self._embedder.embed_one(text)
-        finally:
-            _phase_add("embedding", time.perf_counter() - started)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._embedder, name)
 
 
 def install_recall_timers() -> list[str]:
-    """Wrap the recall service's steps once; returns the names wrapped (a test pins them)."""
-    # The modules, not the package's re-exported functions of the same name.
-    recall_module = importlib.import_module("cachecore.services.recall")
-    sections_module = importlib.import_module("cachecore.services.sections")
-
-    wrapped = []
-    for name, phase in (("_read_snapshot", "search"), ("_pair_scores", "scoring"), ("_resolve_remote", "validation"),
-                        ("decide", "validation"), ("_write", "write")):
-        fn = getattr(recall_module, name, None)
-        if fn is not None and not getattr(fn, "trailcache_timed", False):
-            setattr(recall_module, name, _timed(phase, fn))
-        if fn is not None:
-            wrapped.append(name)
-    get_embedder = getattr(recall_module, "get_embedder", None)
-    if get_embedder is not None and not getattr(get_embedder, "trailcache_timed", False):
-        def timed_get_embedder(*args: Any, **kwargs: Any) -> Any:
-            return _TimedEmbedder(get_embedder(*args, **kwargs))
-
-        timed_get_embedder.trailcache_timed = True  # type: ignore[attr-defined]
-        recall_module.get_embedder = timed_get_embedder
-    if get_embedder is not None:
-        wrapped.append("get_embedder")
-    wrapped += _install_invalidation_counter(sections_module)
-    return wrapped
+    """Count invalidations where the sections service decides them (the recall service times its
+    own phases: ``RecallResult.timings``); returns the names wrapped (a test pins them)."""
+    return _install_invalidation_counter(importlib.import_module("cachecore.services.sections"))
 
 
 _invalidation = threading.local()
@@ -186,15 +125,8 @@ def recall_observed(*, tenant: Any, result: Any) -> None:
     if result.similarity is not None:
         RECALL_SIMILARITY.labels(result.outcome).observe(result.similarity)
     RECALL_CONFIDENCE.labels(result.outcome).observe(result.confidence or 0.0)
-    phases = getattr(_timings, "phases", None)
-    started = getattr(_timings, "started", None)
-    _timings.phases = None
-    _timings.started = None
-    if phases is None or started is None:
-        return
-    for phase, seconds in phases.items():
+    for phase, seconds in (getattr(result, "timings", None) or {}).items():
         RECALL_SECONDS.labels(phase).observe(seconds)
-    RECALL_SECONDS.labels("total").observe(time.perf_counter() - started)
 
 
 def _trail_saved(sender: Any, instance: Any, created: bool, **_: Any) -> None:

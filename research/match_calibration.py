@@ -150,7 +150,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 # ---- fitting (pure numpy) ---------------------------------------------------------------------
 
 OTHER_TRAIL_WEIGHT = 0.1
-FLOOR_KEEP = 0.90
+FLOOR_KEEP = 0.93
 
 def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
     """1 same need, 0 different need, None unknown (see the module docstring)."""
@@ -193,10 +193,13 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 
 # Evidence that can only speak for a match (more similar, better covered, more words shared)
 # gets a non-negative weight, evidence against it a non-positive one: the scorer must not learn
 # that *more* similarity means a different need from collinear features.
+# Lexical overlap with the trail's question (trigram, shared words, the trail's words the query
+# lacks) is left free: close-but-different questions reuse the trail question's words while
+# paraphrases reword, so on the evidence overlap *beyond* the semantic match counts against a
+# match (the very same question is confident by rule, whatever the scorer says).
 SIGNS = {
-    "cosine": 1, "pair_model": 1, "coverage": 1, "trigram": 1, "content_jaccard": 1,
-    "unexplained": -1, "unexplained_max": -1, "trail_unmatched": -1, "coverage_gap": -1,
-    "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1, "identifiers_differ": -1,
+    "cosine": 1, "coverage": 1, "unexplained": -1, "coverage_gap": -1,
+    "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1,
 }
 
 
@@ -270,8 +273,15 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
     return out
 
 
-def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0) -> dict[str, Any]:
+def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
+        extra: Sequence[str] = ()) -> dict[str, Any]:
+    """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
+    to measure what they would add; such a fit cannot be written."""
     from cachecore.engine.evidence import FEATURES
+
+    if extra and write:
+        raise ValueError("a fit with extra features cannot be shipped: the product does not compute them")
+    FEATURES = (*FEATURES, *extra)  # noqa: N806 - the names this fit uses
 
     rows = load_rows(paths)
     cal = [r for r in rows if r["side"] == CALIBRATION]
@@ -330,9 +340,14 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         if max(rates, default=0.0) <= target_false:
             best_cut = cut
             break
-    para_conf = sorted(score(c) for r in cal if r["kind"].startswith("paraphrase") or r["kind"] == "duplicate"
-                       for c in r["candidates"] if c.get("is_source"))
-    hint_cut = round(para_conf[int(0.05 * len(para_conf))] if para_conf else 0.2, 2)
+    # Hint cut: keep 95 % of each set's calibration paraphrases' own trail in the hint band.
+    hint_cut = best_cut
+    for name in set(sets):
+        conf = sorted(score(c) for r in cal if r.get("set", "faq") == name
+                      and (r["kind"].startswith("paraphrase") or r["kind"] == "duplicate")
+                      for c in r["candidates"] if c.get("is_source"))
+        if conf:
+            hint_cut = min(hint_cut, math.floor(100 * conf[int(0.05 * len(conf))]) / 100)
     hint_cut = min(hint_cut, best_cut)
     report = {
         "features": list(FEATURES), "weights": [round(float(w), 6) for w in weights], "bias": round(bias, 6),
@@ -381,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--write", action="store_true")
     f.add_argument("--target-false", type=float, default=0.03)
     f.add_argument("--l2", type=float, default=1.0)
+    f.add_argument("--extra", action="append", default=[], help="a row feature beyond the product's (pair_model)")
     args = parser.parse_args(argv)
     if args.cmd == "collect":
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -411,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary_markdown(result))
         print(f"report in {args.out}")
         return 0
-    fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2)
+    fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 
@@ -425,7 +441,7 @@ def add_pair_scores(rows: list[dict[str, Any]], *, manifest: Path | None = None,
     nearest candidates with cosine ≥ ``floor`` that are not the very same question. Returns how
     many pairs were scored."""
     from cachecore.engine.text import normalise_query
-    from cachecore.pairmodel import MANIFEST, PairModel
+    from research.pairmodel.infer import MANIFEST, PairModel
 
     model = PairModel(manifest or MANIFEST, threads=2)
     jobs: list[tuple[dict[str, Any], str, str]] = []

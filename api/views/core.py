@@ -149,7 +149,7 @@ class RecallView(TenantAPIView):
         )
         metrics.recall_observed(tenant=self.tenant, result=result)
         body = asdict(result)
-        del body["explain"]
+        del body["explain"], body["timings"]
         if body["shadow"] is None:
             del body["shadow"]
         return Response(body)

@@ -7,7 +7,7 @@ threshold, band and margin lives here:
 - a candidate *qualifies* when its first-stage score (the tenant's match mode) reaches
   ``similarity_threshold``; a trail none of whose cited sections is unchanged is stale;
 - each qualifying live candidate gets a ``confidence`` from the calibrated scorer over its
-  evidence (cosine, pair model, unexplained salient terms, coverage, lexical, polarity); the
+  evidence (cosine, unexplained salient terms, coverage, lexical overlap, polarity); the
   most confident one is the answer's trail;
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
   and served from text, no polarity conflict, no close rival citing other sections, coverage
@@ -17,7 +17,7 @@ threshold, band and margin lives here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -211,12 +211,9 @@ def decide(
     policy: Policy,
     budget: int,
     idf: Idf,
-    pair_scores: Mapping[str, float] | None = None,
 ) -> RecallDecision:
     """The answer to a recall of ``query`` (normalised) from its nearest candidates (best
-    cosine first) with their cited sections' state and coverage, and the pair model's scores
-    by trail id."""
-    pair_scores = pair_scores or {}
+    cosine first) with their cited sections' state and coverage."""
     if not candidates:
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
     top_similarity = round(candidates[0].similarity, 4)
@@ -233,8 +230,7 @@ def decide(
         context = TrailContext(candidate.query_normalised, candidate.steps,
                                frozenset().union(*(c.query_terms for c in candidate.cited)))
         scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
-                                         coverage=scored.coverage, trail_coverage=scored.trail_coverage,
-                                         pair_model=pair_scores.get(candidate.trail_id))
+                                         coverage=scored.coverage, trail_coverage=scored.trail_coverage)
         # The very same question (normalised) asks the same thing by definition; the scorer is
         # calibrated on reworded questions and must not second-guess it.
         same = bool(candidate.query_normalised) and candidate.query_normalised == query

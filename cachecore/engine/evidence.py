@@ -26,7 +26,6 @@ SECTION_COUNT_TERM = ""
 
 FEATURES = (
     "cosine",
-    "pair_model",
     "unexplained",
     "unexplained_max",
     "trail_unmatched",
@@ -116,12 +115,10 @@ def match_features(
     cosine: float,
     idf: Idf,
     coverage: float | None,
-    pair_model: float | None,
     trail_coverage: float | None = None,
 ) -> list[float]:
-    """The evidence vector of (query, trail), in ``FEATURES`` order. ``pair_model`` is the
-    pair model's probability that the two questions ask the same thing (0.5 when it was not
-    run); ``coverage`` the best cosine of the query against the cited chunks and
+    """The evidence vector of (query, trail), in ``FEATURES`` order. ``coverage`` is the best
+    cosine of the query against the cited chunks and
     ``trail_coverage`` that of the trail's own question (None: unknown).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     q_terms = content_words(query)
@@ -132,7 +129,6 @@ def match_features(
     union = len(q_terms | t_terms)
     return [
         float(cosine),
-        0.5 if pair_model is None else float(pair_model),
         unexplained,
         unexplained_max,
         trail_unmatched,

@@ -4,7 +4,7 @@
    text with the query's chunk coverage (one statement, one snapshot), and the document
    frequencies of the query's terms — in one read-only snapshot.
 2. **Resolve** sections the tenant does not mirror with its resolver (an HTTP call, outside any
-   database transaction), and score the top candidates with the pair model.
+   database transaction).
 3. **Decide** in the engine (``engine/decide.py``): a pure function holds every threshold, band
    and margin and returns the outcome, reason, confidence and sections.
 4. **Write** in one short statement: stale marks, hit counters and the recall log entry.
@@ -20,7 +20,7 @@ from typing import Any
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from cachecore import pairmodel, resolver, selectors
+from cachecore import resolver, selectors
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate, Cited, Policy, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
@@ -31,9 +31,8 @@ from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
 from tenants.models import MatchMode, Tenant
 
-# Candidates read per recall, and how many of the best (by cosine) the pair model reads.
+# Candidates read per recall.
 CANDIDATES = 5
-PAIR_MODEL_CANDIDATES = 2
 # Trails merged into a recall are within this much cosine of the best one (engine Policy).
 MERGE_SIMILARITY_MARGIN = 0.05
 
@@ -56,6 +55,9 @@ class RecallResult:
     trails: list[str] = field(default_factory=list)
     # Shadow mode, when the caller asked: what recall would have answered (ids, no text).
     shadow: dict[str, Any] | None = None
+    # Seconds spent per phase (embedding, search, validation, scoring, write, total), for the
+    # metrics. Never in the API.
+    timings: dict[str, float] = field(default_factory=dict)
     # Only with explain=True (studies): each qualifying candidate's evidence. Never in the API.
     explain: list[dict[str, Any]] | None = None
 
@@ -125,22 +127,6 @@ def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.
     return set()
 
 
-def _pair_scores(*, policy: Policy, query: str, candidates: list[Candidate]) -> dict[str, float]:
-    """The pair model's probability for the best few candidates that pass the first stage and
-    are not the very same question (whose answer is not in doubt)."""
-    if not policy.scorer.weights[FEATURES.index("pair_model")]:
-        return {}
-    model = pairmodel.get_pair_model()
-    if model is None:
-        return {}
-    from cachecore.engine.decide import first_stage
-
-    chosen = [c for c in candidates if c.query_normalised and c.query_normalised != query
-              and first_stage(policy, query, c)][:PAIR_MODEL_CANDIDATES]
-    scores = model.score([(query, c.query_normalised) for c in chosen])
-    return {c.trail_id: s for c, s in zip(chosen, scores)}
-
-
 def recall(
     *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = "",
     explain: bool = False, shadow_details: bool = False,
@@ -150,12 +136,16 @@ def recall(
     (prefetch), else a hint or a miss, with a reason and a confidence. Logged. In shadow mode
     the decision is logged and the answer is a miss (its details only with ``shadow_details``)."""
     started = time.perf_counter()
+    clock = _Clock(started)
     normalised = normalise_query(query)
     embedding = get_embedder().embed_one(normalised)
     terms = sorted(content_words(normalised))
+    clock.lap("embedding")
     policy = tenant_policy(tenant)
     read = _read_snapshot(tenant=tenant, scope=scope, embedding=embedding, terms=terms)
+    clock.lap("search")
     unverified = _resolve_remote(tenant=tenant, cited_by_trail=read.cited)
+    clock.lap("validation")
     candidates = [
         Candidate(c.trail_id, c.similarity, c.query_normalised, c.steps, tuple(
             Cited(s.section_id, s.recorded_hash, s.current_hash, s.text, s.token_count, s.pk,
@@ -168,26 +158,43 @@ def recall(
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
         budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf,
-        pair_scores=_pair_scores(policy=policy, query=normalised, candidates=candidates),
     )
+    clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     shadow = tenant.shadows(scope)
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
                        latency_ms=latency_ms, shadow=shadow)
+    clock.lap("write")
     if shadow:
         return RecallResult(
             recall_id=str(recall_id), outcome=str(Outcome.MISS), reason=SHADOW_REASON, trail_id=None,
             similarity=decision.similarity,
             shadow=_shadow_details(decision) if shadow_details else None,
-            explain=_explain(decision) if explain else None,
+            explain=_explain(decision) if explain else None, timings=clock.total(),
         )
     return RecallResult(
         recall_id=str(recall_id), outcome=str(decision.outcome), reason=str(decision.reason),
         confidence=decision.confidence, trail_id=decision.trail_id, similarity=decision.similarity,
         coverage=decision.coverage, escalated=decision.escalated, sections=decision.sections,
         omitted=decision.omitted, steps=decision.steps, hint=decision.hint, trails=decision.trails,
-        explain=_explain(decision) if explain else None,
+        explain=_explain(decision) if explain else None, timings=clock.total(),
     )
+
+
+class _Clock:
+    """Seconds per phase of one recall."""
+
+    def __init__(self, started: float) -> None:
+        self.started = self.last = started
+        self.phases: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = now - self.last
+        self.last = now
+
+    def total(self) -> dict[str, float]:
+        return {**self.phases, "total": self.last - self.started}
 
 
 # The answer's reason in shadow mode (the decision's own reason is in the shadow details).

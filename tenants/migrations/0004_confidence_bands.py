@@ -14,12 +14,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='tenant',
             name='hint_confidence',
-            field=models.FloatField(default=0.2, help_text='Below this confidence a similar trail is not mentioned at all (miss).', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            field=models.FloatField(default=0.13, help_text='Below this confidence a similar trail is not mentioned at all (miss).', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
         ),
         migrations.AddField(
             model_name='tenant',
             name='prefetch_confidence',
-            field=models.FloatField(default=0.8, help_text='A match serves text (prefetch) only when the calibrated confidence that it is the same question reaches this; below, it is a hint.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            field=models.FloatField(default=0.87, help_text='A match serves text (prefetch) only when the calibrated confidence that it is the same question reaches this; below, it is a hint.', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
         ),
         migrations.AddConstraint(
             model_name='tenant',

@@ -6,14 +6,14 @@ from django.db import migrations, models
 
 def move_untouched_thresholds(apps, schema_editor):
     """A tenant still at the old default (0.51, a cosine cut for serving text) moves to the new
-    default (0.42, the floor of the hint band now that confidence decides what is served)."""
+    default (0.32, the floor of the hint band now that confidence decides what is served)."""
     Tenant = apps.get_model("tenants", "Tenant")
-    Tenant.objects.filter(similarity_threshold=0.51).update(similarity_threshold=0.42)
+    Tenant.objects.filter(similarity_threshold=0.51).update(similarity_threshold=0.32)
 
 
 def move_back(apps, schema_editor):
     Tenant = apps.get_model("tenants", "Tenant")
-    Tenant.objects.filter(similarity_threshold=0.42).update(similarity_threshold=0.51)
+    Tenant.objects.filter(similarity_threshold=0.32).update(similarity_threshold=0.51)
 
 
 class Migration(migrations.Migration):
@@ -26,12 +26,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='tenant',
             name='hint_confidence',
-            field=models.FloatField(default=0.19, help_text='Below this confidence a similar trail is not mentioned at all (miss).', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            field=models.FloatField(default=0.13, help_text='Below this confidence a similar trail is not mentioned at all (miss).', validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
         ),
         migrations.AlterField(
             model_name='tenant',
             name='similarity_threshold',
-            field=models.FloatField(default=0.42, help_text="Minimum cosine similarity between the query and a trail's query for the trail to be considered at all (the confidence bands then decide prefetch, hint or miss).", validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
+            field=models.FloatField(default=0.32, help_text="Minimum cosine similarity between the query and a trail's query for the trail to be considered at all (the confidence bands then decide prefetch, hint or miss).", validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)]),
         ),
         migrations.RunPython(move_untouched_thresholds, move_back),
     ]

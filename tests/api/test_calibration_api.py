@@ -9,8 +9,10 @@ TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory.",
 QUERY = "How do I move the Acme configuration directory?"
 
 
-def _labelled(caller, n_cited: int, n_uncited: int, *, confidence_uncited: float = 0.82) -> None:
-    """Recalls with labels: cited ones at high confidence, uncited ones just above the cut."""
+def _labelled(caller, n_cited: int, n_uncited: int) -> float:
+    """Recalls with labels: cited ones at high confidence, uncited ones just above the tenant's
+    cut. Returns the uncited ones' confidence."""
+    confidence_uncited = round(caller.tenant.prefetch_confidence + 0.02, 2)
     caller.upsert(TEXT)
     trail = caller.record(query=QUERY, cited=["doc#config"]).json()
     rows = [(0.97, True)] * n_cited + [(confidence_uncited, False)] * n_uncited
@@ -20,22 +22,23 @@ def _labelled(caller, n_cited: int, n_uncited: int, *, confidence_uncited: float
                     offered_ids=["doc#config"], served_cited=int(cited), offered_cited=cited)
         for c, cited in rows
     ])
+    return confidence_uncited
 
 
 def test_stats_show_the_suggested_operating_point_with_its_evidence(caller):
-    _labelled(caller, 100, 20)
+    uncited = _labelled(caller, 100, 20)
     cal = caller.get("/api/v1/stats").json()["calibration"]
     assert cal["enough_labels"] and cal["labels"] == 120 and cal["cited"] == 100
     assert cal["current"]["false_rate"] == round(20 / 120, 4)  # at the default cut every uncited one is served
-    assert cal["suggested"]["prefetch_confidence"] > 0.82 and cal["suggested"]["false_rate"] == 0.0
+    assert cal["suggested"]["prefetch_confidence"] > uncited and cal["suggested"]["false_rate"] == 0.0
     assert cal["suggested"]["hit_rate"] == 1.0 and cal["changes"] is True
 
 
 def test_an_admin_applies_the_suggestion_and_it_is_audited(caller):
-    _labelled(caller, 100, 20)
+    uncited = _labelled(caller, 100, 20)
     before = caller.tenant.prefetch_confidence
     applied = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
-    assert applied is not None and caller.tenant.prefetch_confidence > 0.82 > before
+    assert applied is not None and caller.tenant.prefetch_confidence > uncited > before
     entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.details["prefetch_confidence"] == {"old": before, "new": caller.tenant.prefetch_confidence}
     assert entry.details["automatic"] is False and entry.details["labels"] == 120
@@ -44,12 +47,12 @@ def test_an_admin_applies_the_suggestion_and_it_is_audited(caller):
 
 def test_automatic_calibration_only_for_tenants_that_opted_in(make_caller):
     opted, other = make_caller(auto_calibrate=True), make_caller()
-    _labelled(opted, 100, 20)
+    uncited = _labelled(opted, 100, 20)
     _labelled(other, 100, 20)
     assert operating_points_auto_apply() >= 1
     opted.tenant.refresh_from_db()
     other.tenant.refresh_from_db()
-    assert opted.tenant.prefetch_confidence > 0.82 and other.tenant.prefetch_confidence < 0.82
+    assert opted.tenant.prefetch_confidence > uncited > other.tenant.prefetch_confidence
     entry = AuditEntry.objects.get(tenant=opted.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.actor_label == "system:calibration" and entry.details["automatic"] is True
 

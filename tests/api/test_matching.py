@@ -19,18 +19,28 @@ def test_polarity_guard_never_serves_text_to_an_opposite_question(caller):
     caller.upsert(SECTIONS)
     trail = caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"]).json()
     body = caller.recall("How do I disable two-factor authentication?")
-    assert body["outcome"] == "hint" and body["reason"] == "polarity"
-    assert body["trail_id"] == trail["trail_id"] and all("text" not in s for s in body["sections"])
-    assert "opposite" in body["hint"]
-    assert RecallEvent.objects.get(pk=body["recall_id"]).reason == "polarity"
+    assert body["outcome"] != "prefetch" and all("text" not in s for s in body["sections"])
+    if body["outcome"] == "hint":  # the scorer may already miss it; a hint names the reason
+        assert body["reason"] == "polarity" and body["trail_id"] == trail["trail_id"] and "opposite" in body["hint"]
+    assert RecallEvent.objects.get(pk=body["recall_id"]).reason in ("polarity", "no_match")
     assert caller.recall("How do I enable two-factor authentication?")["outcome"] == "prefetch"
 
 
-def test_without_the_guard_the_opposite_question_hits(make_caller):
-    caller = make_caller(polarity_guard=False)
+def test_the_guard_turns_a_confident_opposite_question_into_a_hint(make_caller):
+    # Bands open wide, so only the guard stands between the opposite question and its text.
+    caller = make_caller(prefetch_confidence=0.0, hint_confidence=0.0)
+    caller.upsert(SECTIONS)
+    trail = caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"]).json()
+    body = caller.recall("How do I disable two-factor authentication?")
+    assert (body["outcome"], body["reason"], body["trail_id"]) == ("hint", "polarity", trail["trail_id"])
+    assert all("text" not in s for s in body["sections"])
+
+
+def test_without_the_guard_the_opposite_question_hits_when_the_bands_let_it(make_caller):
+    caller = make_caller(polarity_guard=False, prefetch_confidence=0.0, hint_confidence=0.0)
     caller.upsert(SECTIONS)
     caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"])
-    assert caller.recall("How do I disable two-factor authentication?")["outcome"] != "miss"
+    assert caller.recall("How do I disable two-factor authentication?")["outcome"] == "prefetch"
 
 
 def test_merged_trails_serve_the_union_of_valid_sections_best_first(make_caller, monkeypatch):

@@ -28,12 +28,16 @@ def value(samples: dict[str, dict[tuple, float]], name: str, **labels: str) -> f
     return samples.get(name, {}).get(tuple(sorted(labels.items())), 0.0)
 
 
-def test_the_recall_timers_wrap_every_step_they_name():
-    """When the recall service renames a step, this fails instead of the phase silently vanishing."""
+def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its_own_phases(make_tenant):
+    """When the sections service renames a step, this fails instead of the counter silently vanishing."""
     assert set(metrics.install_recall_timers()) == {
-        "_read_snapshot", "_pair_scores", "_resolve_remote", "decide", "_write", "get_embedder",
         "trails_invalidate_for_sections", "trails_invalidate_schedule", "trails_invalidate_job_run",
     }
+    from cachecore import services
+
+    result = services.recall(tenant=make_tenant(), scope="default", query="anything at all")
+    assert set(result.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
+    assert set(metrics.PHASES) <= set(result.timings)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -44,8 +44,10 @@ def test_recall_of_a_recorded_question_is_a_prefetch_with_current_text_in_citati
 
 
 def test_paraphrase_hits_and_unrelated_question_misses(caller):
-    _trail(caller)
-    assert caller.recall("What are the steps to install Acme on a Debian machine?")["outcome"] == "prefetch"
+    trail = _trail(caller)
+    para = caller.recall("What are the steps to install Acme on a Debian machine?")
+    assert para["outcome"] in ("prefetch", "hint") and para["trail_id"] == trail["trail_id"]
+    assert para["outcome"] == "prefetch" or para["reason"] == "low_confidence"
     miss = caller.recall("What is the refund policy for annual plans?")
     assert miss["outcome"] == "miss"
     assert miss["trail_id"] is None and miss["sections"] == []

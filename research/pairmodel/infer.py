@@ -1,22 +1,18 @@
-"""The pair model: a small cross-encoder that reads a query and a trail's question together and
-says whether they ask the same thing. MiniLM fine-tuned on same-need / different-need pairs
-(``research/pairmodel``), shipped as an int8 ONNX file in ``cachecore/weights`` with a manifest
-(version, sha256, training data, held-out figures). Loaded once per process; recall runs it
-only on the top candidates that pass the first stage, so its cost is paid in the grey band.
+"""Inference with an exported pair model (int8 ONNX + manifest), for the studies: scores
+(query, trail question) pairs as recall would have. Measured, not shipped: see RESULTS.md and
+the README (Matching quality) — it did not beat the evidence scorer enough to pay its latency.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
-MANIFEST = WEIGHTS_DIR / "pair-scorer-v1.json"
+MANIFEST = Path(__file__).resolve().parents[2] / ".data" / "pairmodel" / "pair-scorer-v1.json"
 
 
 class PairModelError(RuntimeError):
@@ -65,27 +61,3 @@ class PairModel:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64).reshape(len(pairs), -1)[:, 0]
         return [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
-
-
-_lock = threading.Lock()
-_model: PairModel | None = None
-_missing = False
-
-
-def available() -> bool:
-    return MANIFEST.is_file()
-
-
-def get_pair_model() -> PairModel | None:
-    """The process-wide pair model, or None when this build ships none."""
-    global _model, _missing
-    if _model is None and not _missing:
-        with _lock:
-            if _model is None and not _missing:
-                if not available():
-                    _missing = True
-                    return None
-                from django.conf import settings
-
-                _model = PairModel(threads=getattr(settings, "TRAILCACHE_EMBEDDING_THREADS", 1))
-    return _model
