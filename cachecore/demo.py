@@ -248,6 +248,8 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     Trail.objects.filter(pk=pending.pk).update(created_at=now - timedelta(hours=1))
     # The edit made the sections' and trails' state change on that day, not today.
     edited_at = _at(now, edit_day, rng)
+    imported = now - timedelta(days=days + 1)  # the manual was mirrored the day before the first trail
+    Section.objects.filter(tenant=tenant).update(created_at=imported, updated_at=imported)
     Section.objects.filter(tenant=tenant, external_id__in=[e["id"] for e in EDITS]).update(updated_at=edited_at)
     Trail.objects.filter(tenant=tenant, status_changed_at__gte=started).exclude(
         status__in=[TrailStatus.QUARANTINED, TrailStatus.PENDING]).update(status_changed_at=edited_at)
