@@ -22,6 +22,7 @@ from tenants.services import tenant_settings_update
 
 DEMO_ACTOR = "operator:demo@trailcache.local"
 DEMO_COVERAGE_FLOOR = 0.45
+ERASED_SUBJECT = "demo-user-5"
 
 SECTIONS = {
     "manual/install.md#requirements": "Acme Sync runs on Linux, macOS and Windows. It needs 2 GB of memory "
@@ -160,7 +161,13 @@ def _compliance_history(*, tenant: Tenant) -> None:
         job = services.export_request(tenant=tenant, format="csv", scope="group:premium", actor_label=DEMO_ACTOR)
         services.job_execute(job_id=str(job.pk))
     if not Job.objects.filter(tenant=tenant, kind=JobKind.SUBJECT_ERASE).exists():
-        job = services.subject_erase_request(tenant=tenant, subject="demo-user-5", actor_label=DEMO_ACTOR)
+        # A user who asked to be forgotten: their trail and recalls go; only the hash stays.
+        question = "Can I move my files to another account?"
+        services.trail_record(tenant=tenant, scope="default", query=question, cited=["manual/account.md#delete"],
+                              steps=[], signal={"source": "user", "accepted": True}, subject=ERASED_SUBJECT)
+        for _ in range(2):
+            services.recall(tenant=tenant, scope="default", query=question, subject=ERASED_SUBJECT)
+        job = services.subject_erase_request(tenant=tenant, subject=ERASED_SUBJECT, actor_label=DEMO_ACTOR)
         services.job_execute(job_id=str(job.pk))
 
 
@@ -220,7 +227,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             asks.append((demo.scope, demo.paraphrases[0], "reject"))
         for scope, query, tag in asks:
             result = services.recall(tenant=tenant, scope=scope, query=query,
-                                     subject=f"demo-user-{rng.randint(1, 5)}")
+                                     subject=f"demo-user-{rng.randint(1, 4)}")
             made += 1
             when = _at(now, day, rng)
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)

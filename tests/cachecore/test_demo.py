@@ -12,12 +12,17 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from cachecore import selectors, services
-from cachecore.demo import PENDING_QUERY, seed_demo_data
+from cachecore.demo import ERASED_SUBJECT, PENDING_QUERY, seed_demo_data
 from cachecore.models import DailyStat, RecallEvent, Trail, TrailStatus
 from tenants.models import AuditAction, AuditEntry, Tenant
 from tenants.services import tenant_create
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def exports_in_tmp(settings, tmp_path) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)  # the demo's export file
 
 
 @pytest.fixture
@@ -71,6 +76,12 @@ def test_every_outcome_and_status_the_console_shows_is_there(demo):
 def test_the_audit_log_and_exports_have_entries(demo):
     actions = set(AuditEntry.objects.filter(tenant=demo).values_list("action", flat=True))
     assert {AuditAction.SETTINGS_CHANGE, AuditAction.EXPORT, AuditAction.SUBJECT_ERASE} <= actions
+    erased = AuditEntry.objects.get(tenant=demo, action=AuditAction.SUBJECT_ERASE).details
+    assert (erased["trails"], erased["recall_events"]) == (1, 2)
+    # The erased subject stays erased, also when the demo is generated again.
+    seed_demo_data(tenant=demo, force=True)
+    assert not Trail.objects.filter(tenant=demo, subject=ERASED_SUBJECT).exists()
+    assert not RecallEvent.objects.filter(tenant=demo, subject=ERASED_SUBJECT).exists()
 
 
 def test_seeding_twice_the_same_day_changes_nothing(demo):
