@@ -19,8 +19,9 @@ def listener(monkeypatch):
     server.listen(8)
     stop = threading.Event()
 
+    server.settimeout(0.1)
+
     def accept_and_hang_up():
-        server.settimeout(0.1)
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
@@ -29,10 +30,12 @@ def listener(monkeypatch):
             except OSError:
                 pass
 
-    threading.Thread(target=accept_and_hang_up, daemon=True).start()
+    thread = threading.Thread(target=accept_and_hang_up, daemon=True)
+    thread.start()
     monkeypatch.setenv("TRAILCACHE_EMBEDDED_PG_PORT", str(server.getsockname()[1]))
     yield server
     stop.set()
+    thread.join(timeout=5)
     server.close()
 
 
