@@ -126,6 +126,9 @@ def test_navigation_collapses_on_a_phone_and_opens_with_its_button(browser, live
         assert toggle.get_attribute("aria-expanded") == "false"
         toggle.click()
         assert nav.is_visible() and toggle.get_attribute("aria-expanded") == "true"
+        assert page.locator("#tenant-select").is_visible()
+        assert not axe_violations(page), axe_violations(page)
+        shoot(page, "menu", "phone")
         page.click("nav.mainnav >> text=Sections")
         page.wait_for_selector("h1:has-text('Sections')")
         # The trails table is wider than the phone: it scrolls inside its card, the page does not.
