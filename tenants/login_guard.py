@@ -1,6 +1,6 @@
 """Console logins: throttled per address and locked per account after repeated failures, both
-counted across every web process (``tenants.ratelimit``); a lockout is audited in each of the
-operator's tenants when it starts.
+counted across every web process (``tenants.ratelimit``); logins, and a lockout when it starts,
+are audited in each of the operator's tenants.
 
 - ``TRAILCACHE_LOGIN_MAX_FAILURES`` (5) failures for one account within the lock period lock it
   for ``TRAILCACHE_LOGIN_LOCK_MINUTES`` (15): even the right password is refused meanwhile.
@@ -89,3 +89,4 @@ def _count_failure(sender: Any, credentials: dict[str, Any], request: Any = None
 @receiver(user_logged_in, dispatch_uid="trailcache-logged-in")
 def _logged_in(sender: Any, request: Any, user: Any, **_: Any) -> None:
     counters.clear("login-account", _account(user.get_username()), period=_period())
+    _audit(user, AuditAction.LOGIN, {"address": _address(request)})

@@ -229,6 +229,7 @@ class AuditAction(models.TextChoices):
     EXPORT = "export.create", "Export requested"
     SUBJECT_ERASE = "subject.erase", "Subject erased"
     CALIBRATION_APPLY = "calibration.apply", "Calibration applied"
+    LOGIN = "login", "Operator logged in"
     LOGIN_LOCKED = "login.locked", "Login locked after failed attempts"
 
 

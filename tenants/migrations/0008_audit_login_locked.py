@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='auditentry',
             name='action',
-            field=models.CharField(choices=[('trail.purge', 'Trail purged'), ('trail.quarantine', 'Trail quarantined'), ('trail.release', 'Trail released'), ('settings.change', 'Settings changed'), ('apikey.create', 'API key created'), ('apikey.revoke', 'API key revoked'), ('export.create', 'Export requested'), ('subject.erase', 'Subject erased'), ('calibration.apply', 'Calibration applied'), ('login.locked', 'Login locked after failed attempts')], max_length=32),
+            field=models.CharField(choices=[('trail.purge', 'Trail purged'), ('trail.quarantine', 'Trail quarantined'), ('trail.release', 'Trail released'), ('settings.change', 'Settings changed'), ('apikey.create', 'API key created'), ('apikey.revoke', 'API key revoked'), ('export.create', 'Export requested'), ('subject.erase', 'Subject erased'), ('calibration.apply', 'Calibration applied'), ('login', 'Operator logged in'), ('login.locked', 'Login locked after failed attempts')], max_length=32),
         ),
     ]

@@ -1,6 +1,6 @@
 """Console logins: an account is locked after repeated failures (even the right password is
 refused until the lock ends), an address guessing across accounts is throttled, both across
-processes; lockouts are audited in the operator's tenants; a refusal looks like a
+processes; logins and lockouts are audited in the operator's tenants; a refusal looks like a
 wrong password."""
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ def test_an_account_is_locked_after_repeated_failures_even_for_the_right_passwor
     assert not _logged_in(_login(client, "ops@acme.test", PASSWORD))
     clock["t"] += 15 * 60 + 1  # the lock ends
     assert _logged_in(_login(client, "ops@acme.test", PASSWORD))
+    login = AuditEntry.objects.get(action=AuditAction.LOGIN, target="ops@acme.test", tenant=tenant)
+    assert login.details == {"address": "203.0.113.7"}
 
 
 def test_a_successful_login_clears_the_failures_before_the_lock(client, guard, operator):
