@@ -125,3 +125,58 @@ def horizontal_bars(rows: Sequence[tuple[str, int, str]], *, label: str, width: 
         parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + row_h * 0.62:.1f}" class="value">{value:,}</text>')
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - escaped text and numbers only
+
+
+def bars_per_day(values: Sequence[tuple[Any, float]], *, label: str, unit: str = "", width: int = 720,
+                 height: int = 140) -> SafeString:
+    """One bar per (day, value): the savings per day."""
+    pad_l, pad_b = 44, 18
+    plot_w, plot_h = width - pad_l - 8, height - pad_b - 8
+    top = _nice_max(max((v for _, v in values), default=0) or 1)
+    bar_w = plot_w / max(len(values), 1)
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}" '
+             f'xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{pad_l - 6}" y="14" class="label" text-anchor="end">{top:g}</text>',
+             f'<text x="{pad_l - 6}" y="{8 + plot_h}" class="label" text-anchor="end">0</text>']
+    for i, (day, value) in enumerate(values):
+        h = plot_h * value / top
+        x = pad_l + i * bar_w
+        parts.append(f'<rect x="{x + 1:.1f}" y="{8 + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
+                     f'height="{max(h, 0):.1f}" fill="#2f6f4f"><title>{escape(str(day))}: {value:,.0f}{unit}'
+                     f'</title></rect>')
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 - escaped text and numbers only
+
+
+def calibration_curve(curve: Sequence[Any], *, current: float, suggested: float | None, width: int = 520,
+                      height: int = 180) -> SafeString:
+    """False-prefetch rate (upper bound) and hit rate against the prefetch confidence cut."""
+    pad_l, pad_b, pad_t = 40, 22, 8
+    plot_w, plot_h = width - pad_l - 10, height - pad_b - pad_t
+    cuts = [f.cut for f in curve] or [0.5, 1.0]
+    lo, hi = min(cuts), max(cuts)
+
+    def x(cut: float) -> float:
+        return pad_l + plot_w * (cut - lo) / ((hi - lo) or 1)
+
+    def y(rate: float) -> float:
+        return pad_t + plot_h * (1 - rate)
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="Estimated false-prefetch rate and hit rate by prefetch confidence" '
+             f'xmlns="http://www.w3.org/2000/svg">',
+             f'<text x="{pad_l - 6}" y="{pad_t + 8}" class="label" text-anchor="end">100%</text>',
+             f'<text x="{pad_l - 6}" y="{pad_t + plot_h}" class="label" text-anchor="end">0%</text>',
+             f'<text x="{pad_l}" y="{height - 4}" class="label">{lo:.2f}</text>',
+             f'<text x="{pad_l + plot_w}" y="{height - 4}" class="label" text-anchor="end">{hi:.2f}</text>']
+    for key, colour, name in (("false_rate_upper", "#b3261e", "false prefetch (upper bound)"),
+                              ("hit_rate", "#2f6f4f", "hits kept")):
+        points = " ".join(f"{x(f.cut):.1f},{y(getattr(f, key)):.1f}" for f in curve)
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2">'
+                     f'<title>{name}</title></polyline>')
+    for cut, dash, name in ((current, "4 3", "now"), (suggested, "", "suggested")):
+        if cut is not None and lo <= cut <= hi:
+            parts.append(f'<line x1="{x(cut):.1f}" x2="{x(cut):.1f}" y1="{pad_t}" y2="{pad_t + plot_h}" '
+                         f'stroke="#333" stroke-dasharray="{dash}"><title>{name}: {cut:.2f}</title></line>')
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 - numbers only

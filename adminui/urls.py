@@ -17,6 +17,7 @@ urlpatterns = [
     path("sections/", sections.section_list, name="sections"),
     path("sections/detail/", sections.section_detail, name="section"),
     path("settings/", tenant_settings.tenant_settings, name="settings"),
+    path("settings/calibration/apply/", tenant_settings.calibration_apply, name="calibration_apply"),
     path("api-keys/", apikeys.api_keys, name="apikeys"),
     path("api-keys/<uuid:key_id>/revoke/", apikeys.api_key_revoke, name="apikey_revoke"),
     path("audit/", audit.audit_log, name="audit"),

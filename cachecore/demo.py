@@ -233,6 +233,13 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)
             if result.outcome == RecallOutcome.MISS:
                 continue
+            if rng.random() < 0.7:
+                # The agent's following record (its recall_id) says whether it cited what it was
+                # offered: the labels the settings page calibrates from. 10 % of them are noise.
+                cited = (tag is not None and tag != "reject") != (rng.random() < 0.1)
+                RecallEvent.objects.filter(pk=result.recall_id).update(
+                    offered_cited=cited, served_cited=len(result.sections) if cited and result.outcome == "prefetch"
+                    else (0 if result.outcome == "prefetch" else None))
             if tag != "reject" and rng.random() >= 0.35:
                 continue
             # Negative feedback quarantines the trail served, for review in the console.

@@ -350,6 +350,8 @@ def savings(*, tenant: Tenant, events: QuerySet[RecallEvent]) -> dict[str, float
     return {
         "cited_prefetches": cited_prefetches,
         "baseline_records": baseline["records"],
+        "baseline_calls": baseline["calls"],
+        "baseline_tokens": baseline["tokens"],
         "calls": round(cited_prefetches * baseline["calls"], 1),
         "tokens": round(cited_prefetches * baseline["tokens"]),
     }
@@ -376,7 +378,7 @@ def shadow_estimates(agg: dict[str, int]) -> dict[str, object]:
 
 def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, object]]:
     """Recalls per UTC day by outcome for the last ``days`` days (today included), oldest
-    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss"}]``. Complete days come
+    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss", "cited_prefetches"}]``. Complete days come
     from the daily roll-up (cachecore.services.rollups); only the days after the last rolled-up
     one (normally just today) are counted from raw events. ``tenant=None`` counts every tenant."""
     from django.db.models.functions import TruncDate
@@ -390,7 +392,8 @@ def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, o
     if tenant is not None:
         stats = stats.filter(tenant=tenant)
     by_day: dict[object, dict[str, int]] = {
-        r["day"]: r for r in stats.values("day").annotate(prefetch=Sum("prefetch"), hint=Sum("hint"), miss=Sum("miss"))
+        r["day"]: r for r in stats.values("day").annotate(prefetch=Sum("prefetch"), hint=Sum("hint"), miss=Sum("miss"),
+                                                          cited_prefetches=Sum("cited_prefetches"))
     }
     raw_from = datetime.combine(max(by_day) + timedelta(days=1), datetime.min.time(), tzinfo=UTC) if by_day else start
     events = RecallEvent.objects.filter(created_at__gte=raw_from)
@@ -403,6 +406,7 @@ def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, o
             prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
             hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
             miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
+            cited_prefetches=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH, served_cited__gt=0)),
         )
         .order_by("day")
     )
@@ -412,7 +416,7 @@ def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, o
         day = first + timedelta(days=offset)
         row = by_day.get(day, {})
         out.append({"day": day, "prefetch": row.get("prefetch", 0), "hint": row.get("hint", 0),
-                    "miss": row.get("miss", 0)})
+                    "miss": row.get("miss", 0), "cited_prefetches": row.get("cited_prefetches", 0) or 0})
     return out
 
 

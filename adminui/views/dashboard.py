@@ -33,6 +33,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         total = d["prefetch"] + d["hint"] + d["miss"]
         d["hit_rate"] = (d["prefetch"] + d["hint"]) / total if total else None
     top = selectors.top_trails_by_hits(tenant=tenant, limit=10)
+    savings_chart = None
+    if tenant is not None:
+        per_call = stats["savings"]["baseline_calls"]
+        savings_chart = charts.bars_per_day([(d["day"], d["cited_prefetches"] * per_call) for d in daily],
+                                            label="Tool calls saved per day", unit=" calls")
     status_rows = [(TrailStatus(s).label, n, charts.STATUS_COLOURS[s]) for s, n in stats["trails"].items()]
     max_hits = max((t.hits for t in top), default=0) or 1
     context = {
@@ -46,5 +51,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "status_chart": charts.horizontal_bars(status_rows, label="Trails by status"),
         "top_trails": [{"trail": t, "width": round(100 * t.hits / max_hits)} for t in top],
         "outcome_colours": charts.OUTCOME_COLOURS,
+        "savings_chart": savings_chart,
     }
     return console_render(request, "adminui/dashboard/index.html", context, partial="body")

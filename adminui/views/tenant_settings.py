@@ -7,10 +7,13 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
+from adminui import charts
 from adminui.access import console_view
 from adminui.forms import CONSOLE_SETTINGS_FIELDS, TenantSettingsForm
 from adminui.rendering import console_render
 from adminui.views.trails import actor_label
+from cachecore import selectors
+from cachecore.services import calibration
 from tenants import services
 
 RETENTION = ("trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days")
@@ -48,5 +51,32 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
         form = TenantSettingsForm(initial={f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS})
         status = 200
     groups = [(title, [form[name] for name in names]) for title, names in GROUPS if names]
-    context = {"form": form, "groups": groups, "ranges": TenantSettingsForm.ranges()}
+    context = {"form": form, "groups": groups, "ranges": TenantSettingsForm.ranges(),
+               **_calibration_context(tenant)}
     return console_render(request, "adminui/settings/edit.html", context, status=status)
+
+
+def _calibration_context(tenant) -> dict:  # noqa: ANN001 - a Tenant
+    """The operating point suggested by the agents' citations, with its evidence and plot, and
+    what shadow recalls estimate."""
+    suggestion = calibration.operating_point(tenant=tenant)
+    return {
+        "calibration": calibration.suggestion_as_dict(suggestion, tenant=tenant),
+        "calibration_chart": charts.calibration_curve(
+            suggestion.curve, current=tenant.prefetch_confidence,
+            suggested=suggestion.suggested.cut if suggestion.suggested else None) if suggestion else None,
+        "shadow": selectors.stats_for_tenant(tenant=tenant)["shadow"] if tenant.shadow_mode else None,
+    }
+
+
+@console_view("settings.manage", methods=("POST",))
+def calibration_apply(request: HttpRequest) -> HttpResponse:
+    """Apply the suggested prefetch confidence (audited with its evidence)."""
+    tenant = request.access.tenant
+    applied = calibration.operating_point_apply(tenant=tenant, actor_label=actor_label(request), actor=request.user)
+    if applied is None:
+        messages.info(request, "Nothing to apply: the suggestion is the current setting, or there is none yet.")
+    else:
+        messages.success(request, f"Prefetch confidence set to {tenant.prefetch_confidence:.2f} "
+                                  f"(from {applied.labels} labels).")
+    return HttpResponseRedirect(f"/console/settings/?tenant={tenant.slug}")

@@ -12,7 +12,7 @@ from django.urls import URLPattern, resolve
 
 from adminui import urls as console_urls
 from cachecore import services
-from cachecore.models import Job, JobKind, Trail, TrailStatus
+from cachecore.models import Job, JobKind, RecallEvent, Trail, TrailStatus
 from cachecore.services.jobs import job_execute
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create
@@ -96,6 +96,24 @@ def _release_post(w):
     return _trail_post("release")(w)
 
 
+def _labels(tenant: Tenant, *, cited: int = 100, uncited: int = 20) -> float:
+    """Labelled recalls that make the suggested prefetch confidence differ from the current one:
+    cited ones at 0.97, uncited ones just above the current cut. Returns the current cut."""
+    trail = Trail.objects.filter(tenant=tenant).first()
+    cut = tenant.prefetch_confidence
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=tenant, scope="default", query="q", trail=trail, outcome="prefetch", reason="match",
+                    confidence=c, latency_ms=1.0, served_ids=["x"], offered_ids=["x"], offered_cited=ok)
+        for c, ok in [(0.97, True)] * cited + [(round(cut + 0.02, 2), False)] * uncited
+    ])
+    return cut
+
+
+def _calibration_post(w):
+    w.cut_before = _labels(w.tenant)
+    return "/console/settings/calibration/apply/?tenant=acme", {}
+
+
 def _job_post(kind: JobKind, url: str, data: dict) -> Callable:
     def build(w):
         w.jobs_before = Job.objects.filter(tenant=w.tenant, kind=kind).count()
@@ -122,6 +140,8 @@ ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
     "apikey.revoke": (lambda w: (f"/console/api-keys/{w.key.pk}/revoke/?tenant=acme", {}), {"admin"}, 302,
                       lambda w: ApiKey.objects.get(pk=w.key.pk).revoked_at is not None),
     "trail.release": (_release_post, {"support", "admin"}, 302, lambda w: _trail_status(w) == TrailStatus.ACTIVE),
+    "calibration.apply": (_calibration_post, {"admin"}, 302,
+                          lambda w: Tenant.objects.get(slug="acme").prefetch_confidence > w.cut_before),
     "export.request": (_job_post(JobKind.EXPORT, "/console/exports/?tenant=acme", {"format": "csv"}),
                        {"admin", "compliance"}, 302, _job_added(JobKind.EXPORT)),
     "subject.erase": (_job_post(JobKind.SUBJECT_ERASE, "/console/subjects/erase/?tenant=acme",

@@ -78,3 +78,27 @@ def test_dashboard_window_switches_in_place(page, live_server, console_tenant):
     page.click(".segmented >> text=30 days")
     page.wait_for_function("location.search.includes('days=30')")
     assert page.evaluate("window.__marker") == 1
+
+
+def test_accept_the_calibration_suggestion_and_see_the_audit_entry(page, live_server, console_tenant):
+    from cachecore.models import RecallEvent
+
+    trail = Trail.objects.filter(tenant=console_tenant).first()
+    cut = console_tenant.prefetch_confidence
+    # The agents' citations: high-confidence prefetches cited, a few just over the cut not cited.
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=console_tenant, scope="default", query="q", trail=trail, outcome="prefetch",
+                    reason="match", confidence=c, latency_ms=1.0, served_ids=["x"], offered_ids=["x"],
+                    served_cited=int(ok), offered_cited=ok)
+        for c, ok in [(0.97, True)] * 100 + [(round(cut + 0.02, 2), False)] * 20
+    ])
+    login(page, live_server, "admin@acme.test", next_path=quote("/console/settings/?tenant=acme"))
+    card = page.locator("section.calibration")
+    assert "120 labelled recalls" in card.inner_text()
+    assert card.locator("svg.chart").count() == 1
+    page.click("button:has-text('Apply suggestion')")
+    page.wait_for_selector("text=Prefetch confidence set to")
+    console_tenant.refresh_from_db()
+    assert console_tenant.prefetch_confidence > cut
+    page.click("nav.mainnav >> text=Audit log")
+    assert "Calibration applied" in page.inner_text("main")

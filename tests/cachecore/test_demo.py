@@ -117,3 +117,11 @@ def test_seed_demo_command_is_idempotent(capsys):
     call_command("seed_demo", "--port", "8123")
     assert "Seeded demo data" not in capsys.readouterr().out
     assert Tenant.objects.filter(slug="demo").count() == 1
+
+
+def test_the_demo_has_enough_labelled_traffic_for_a_calibration_suggestion(demo):
+    from cachecore.services.calibration import operating_point
+
+    suggestion = operating_point(tenant=demo)
+    assert suggestion is not None and suggestion.labels >= 30
+    assert 0 < suggestion.cited < suggestion.labels  # cited and uncited labels both
