@@ -5,7 +5,9 @@ A label is (confidence, cited) for a recall whose (would-be) trail offered secti
 following record said whether it cited them: an uncited one at a confidence the cut lets
 through is a false prefetch. The suggested cut is the lowest one on the grid whose Wilson upper
 bound of the false rate stays under the target; the hit rate is the share of cited labels it
-still serves.
+still serves. Labels are noisy (an agent that cites something else for its own reasons): when
+no cut meets the target, the suggestion is the lowest cut within one point of the lowest upper
+bound any cut reaches (``meets_target`` False), so noise is not chased with the hits.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_LABELS = 30
+# Best effort when no cut meets the target: cuts serving at least this many labels, within this
+# much of the lowest false-rate upper bound.
+MIN_SERVED = 10
+NOISE_TOLERANCE = 0.01
 GRID = tuple(round(0.5 + 0.01 * i, 2) for i in range(50))  # 0.50 … 0.99
 
 
@@ -45,8 +51,9 @@ class Suggestion:
     cited: int
     target_false: float
     current: CutFigures
-    suggested: CutFigures | None     # None: no cut on the grid meets the target yet
+    suggested: CutFigures | None     # None: no cut serves anything labelled
     curve: tuple[CutFigures, ...]
+    meets_target: bool = True
 
     @property
     def changes(self) -> bool:
@@ -72,7 +79,13 @@ def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_
         return None
     curve = tuple(figures_at(labels, c) for c in grid)
     feasible = [f for f in curve if f.served and f.false_rate_upper <= target_false]
+    meets = bool(feasible)
+    if not feasible:
+        served = [f for f in curve if f.served >= MIN_SERVED]
+        best = min((f.false_rate_upper for f in served), default=None)
+        feasible = [f for f in served if best is not None and f.false_rate_upper <= best + NOISE_TOLERANCE]
     return Suggestion(
         labels=len(labels), cited=sum(1 for _, c in labels if c), target_false=target_false,
         current=figures_at(labels, current_cut), suggested=feasible[0] if feasible else None, curve=curve,
+        meets_target=meets,
     )

@@ -47,7 +47,7 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
             "target_false_prefetch": suggestion.target_false,
             "current_prefetch_confidence": tenant.prefetch_confidence,
             "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
-            "changes": suggestion.changes}
+            "meets_target": suggestion.meets_target, "changes": suggestion.changes}
 
 
 def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None,
@@ -70,6 +70,7 @@ def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None
             target="prefetch_confidence",
             details={"prefetch_confidence": {"old": old, "new": new.cut}, "automatic": automatic,
                      "labels": suggestion.labels, "target_false": suggestion.target_false,
+                     "meets_target": suggestion.meets_target,
                      "false_rate_upper": new.false_rate_upper, "hit_rate": new.hit_rate},
         )
     tenant.refresh_from_db()
