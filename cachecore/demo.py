@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Max, OuterRef, Subquery
-from django.test.utils import override_settings
 from django.utils import timezone
 
 from cachecore import services
@@ -205,8 +204,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
         if day == edit_day:
             # A large docs import: the fan-out runs as a background job, so recalls that come
             # before it find every cited hash changed (miss, reason "stale") and mark the trail.
-            with override_settings(TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=0):
-                services.sections_upsert(tenant=tenant, sections=EDITS)
+            services.sections_upsert(tenant=tenant, sections=EDITS, invalidation="job")
             fan_out = list(Job.objects.filter(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE,
                                               status=JobStatus.QUEUED).values_list("pk", flat=True))
         weekend = (now - timedelta(days=day)).weekday() >= 5

@@ -4,22 +4,18 @@ edits of the staleness experiment."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from unittest import mock
 
 from django.db import connection
-from django.test.utils import override_settings
 
 from cachecore import services
 from cachecore.engine.docsplit import DocSection, split_file, split_tree
 from cachecore.models import Section
-from cachecore.services import sections as sections_module
 from tenants.models import Tenant
 
 UPSERT_BATCH = 250           # sections per sections_upsert call (the API allows ≤ 1000)
@@ -100,13 +96,8 @@ def upsert_synchronously(*, tenant: Tenant, sections: Sequence[dict[str, str]],
         raise ValueError(f"chunks must be one of {CHUNK_MODES}")
     if chunks == "jobs":
         return services.sections_upsert(tenant=tenant, sections=sections)
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(override_settings(TRAILCACHE_SYNC_CHUNK_LIMIT=10**9,
-                                              TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=10**9))
-        if chunks == "defer":
-            stack.enter_context(mock.patch.object(sections_module, "section_chunks_schedule",
-                                                  lambda **kwargs: None))
-        return services.sections_upsert(tenant=tenant, sections=sections)
+    return services.sections_upsert(tenant=tenant, sections=sections, invalidation="now",
+                                    chunks="now" if chunks == "sync" else "later")
 
 
 def chunks_pending(*, tenant: Tenant, section_ids: Iterable[str]) -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +34,21 @@ class UpsertResult:
     invalidated_trails: int
 
 
-def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> UpsertResult:
+# When the work an upsert sets off runs: "auto" by its size (in the call for a few sections, a
+# background job for many), "now" in the call whatever the size, "job" always as a job; chunk
+# embeddings "later" are left to the caller (``section_chunks_compute``).
+INVALIDATION_MODES = ("auto", "now", "job")
+CHUNK_MODES = ("auto", "now", "job", "later")
+
+
+def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], invalidation: str = "auto",
+                    chunks: str = "auto") -> UpsertResult:
     """Create or update sections by external id; the server hashes the text. A section may
     carry ``hash`` instead of ``text`` (kept by hash only: it validates, but its trails can
     only hint). An identical rewrite changes nothing. Trails citing a changed section are
     invalidated (stale when every cited section changed). All or nothing."""
+    if invalidation not in INVALIDATION_MODES or chunks not in CHUNK_MODES:
+        raise ValueError(f"invalidation must be one of {INVALIDATION_MODES}, chunks one of {CHUNK_MODES}")
     ids = [s["id"] for s in sections]
     duplicates = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
     if duplicates:
@@ -80,8 +91,8 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]]) -> Up
                                                 "updated_at"])
         term_frequencies_apply(tenant=tenant, delta=terms_delta)
         changed_ids = [s.external_id for s in to_update]
-        invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids)
-        section_chunks_schedule(tenant=tenant, sections=changed)
+        invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids, mode=invalidation)
+        section_chunks_schedule(tenant=tenant, sections=changed, mode=chunks)
     return UpsertResult(
         created=len(to_create), updated=len(to_update),
         unchanged=len(incoming) - len(to_create) - len(to_update), invalidated_trails=invalidated,
@@ -149,10 +160,11 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
     return int(affected)
 
 
-def trails_invalidate_schedule(*, tenant: Tenant, section_ids: Sequence[str]) -> int:
+def trails_invalidate_schedule(*, tenant: Tenant, section_ids: Sequence[str], mode: str = "auto") -> int:
     """Invalidate now for a few changed sections; for many, count the citing trails now and
     mark them in a background job (written in this transaction). Returns affected trails."""
-    if len(section_ids) <= settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS:
+    limit = {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS)
+    if len(section_ids) <= limit:
         return trails_invalidate_for_sections(tenant=tenant, section_ids=section_ids)
     from cachecore.services.jobs import job_create
 
@@ -169,14 +181,14 @@ def trails_invalidate_job_run(job: Job) -> dict[str, int]:
     return {"affected_trails": affected}
 
 
-def section_chunks_schedule(*, tenant: Tenant, sections: Sequence[Section]) -> None:
+def section_chunks_schedule(*, tenant: Tenant, sections: Sequence[Section], mode: str = "auto") -> None:
     """Chunk embeddings for coverage: computed now for small upserts, in a background job
     for large ones (recall treats a section without ready chunks as coverage-unknown)."""
     with_text = [s for s in sections if s.text]
-    if not with_text:
+    if not with_text or mode == "later":
         return
     needed = sum(len(split_chunks(s.text)) for s in with_text)
-    if needed <= settings.TRAILCACHE_SYNC_CHUNK_LIMIT:
+    if needed <= {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_CHUNK_LIMIT):
         section_chunks_compute(section_pks=[s.pk for s in with_text])
         return
     from cachecore.services.jobs import job_create
