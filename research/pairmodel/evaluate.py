@@ -109,11 +109,15 @@ def main(argv: list[str] | None = None) -> None:
         "faq_held_out": f,
         # the two kinds of negative separately, each against all the positives
         "faq_held_out_twins_only": [p for p in f if p.label == 1 or p.source == "faq_hard:twin"],
-        "faq_held_out_distinct_only": [p for p in f if p.label == 1] + [p for p in faq(HELD_OUT) if p.source == "faq:distinct"],
+        "faq_held_out_distinct_only": [p for p in f if p.label == 1]
+        + [p for p in faq(HELD_OUT) if p.source == "faq:distinct"],
     }
     results: dict = {
         "faq_hard_file_present": FAQ_HARD.is_file(),
-        "counts": {k: {"pairs": len(v), "pos": sum(p.label for p in v), "neg": sum(1 - p.label for p in v)} for k, v in sets.items()},
+        "counts": {
+            k: {"pairs": len(v), "pos": sum(p.label for p in v), "neg": sum(1 - p.label for p in v)}
+            for k, v in sets.items()
+        },
         "qqp_sample": args.qqp_sample or "all",
         "metrics": {},
     }
@@ -122,8 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     # cosine + cross-encoder logit, combined by a logistic regression fit on the QQP calibration
     # dev slice (never trained on, never held out): both are available at recall time
     dev = qqp(CALIBRATION, dev=True)
-    w = fit_logistic(np.stack([cosine_scores(dev), int8.logits([(p.a, p.b) for p in dev])], axis=1),
-                     np.array([p.label for p in dev], dtype=np.float64))
+    w = fit_logistic(
+        np.stack([cosine_scores(dev), int8.logits([(p.a, p.b) for p in dev])], axis=1),
+        np.array([p.label for p in dev], dtype=np.float64),
+    )
     results["combined_weights_bias_cosine_logit"] = [round(float(v), 4) for v in w]
     results["combined_fit_on"] = f"QQP calibration dev slice ({len(dev)} pairs)"
     for name, pairs in sets.items():
@@ -133,9 +139,12 @@ def main(argv: list[str] | None = None) -> None:
         t1 = time.time()
         l8 = int8.logits([(p.a, p.b) for p in pairs])
         t2 = time.time()
-        m = {"minilm_cosine": metrics(y, cos), "cross_encoder_int8": metrics(y, l8),
-             "cosine_plus_cross_encoder": metrics(y, w[0] + w[1] * cos + w[2] * l8),
-             "seconds": {"cosine": round(t1 - t0, 1), "cross_encoder_int8": round(t2 - t1, 1)}}
+        m = {
+            "minilm_cosine": metrics(y, cos),
+            "cross_encoder_int8": metrics(y, l8),
+            "cosine_plus_cross_encoder": metrics(y, w[0] + w[1] * cos + w[2] * l8),
+            "seconds": {"cosine": round(t1 - t0, 1), "cross_encoder_int8": round(t2 - t1, 1)},
+        }
         if fp32 is not None:
             l32 = fp32.logits([(p.a, p.b) for p in pairs])
             m["cross_encoder_fp32"] = metrics(y, l32)

@@ -33,14 +33,22 @@ def load_checkpoint(path: Path) -> tuple[PairScorer, dict]:
 
 
 def export_onnx(model: PairScorer, path: Path, opset: int = 17) -> None:
-    dummy = encode_pairs(load_tokenizer(64), [("How do I reverse a list?", "What is the way to flip a list in place?"),
-                                              ("a", "b")])
+    dummy = encode_pairs(
+        load_tokenizer(64), [("How do I reverse a list?", "What is the way to flip a list in place?"), ("a", "b")]
+    )
     args = tuple(dummy[k] for k in INPUTS)
     axes = {k: {0: "batch", 1: "sequence"} for k in INPUTS}
     axes["logits"] = {0: "batch"}
     torch.onnx.export(
-        model, args, str(path), input_names=INPUTS, output_names=["logits"], dynamic_axes=axes,
-        opset_version=opset, do_constant_folding=True, dynamo=False,
+        model,
+        args,
+        str(path),
+        input_names=INPUTS,
+        output_names=["logits"],
+        dynamic_axes=axes,
+        opset_version=opset,
+        do_constant_folding=True,
+        dynamo=False,
     )
 
 
@@ -102,10 +110,12 @@ def main(argv: list[str] | None = None) -> None:
     pairs = [(p.a, p.b) for p in dev]
     y = [p.label for p in dev]
     with torch.no_grad():
-        torch_logits = np.concatenate([
-            model(**encode_pairs(load_tokenizer(ckpt["max_len"]), pairs[i : i + 64]))[:, 0].numpy()
-            for i in range(0, len(pairs), 64)
-        ])
+        torch_logits = np.concatenate(
+            [
+                model(**encode_pairs(load_tokenizer(ckpt["max_len"]), pairs[i : i + 64]))[:, 0].numpy()
+                for i in range(0, len(pairs), 64)
+            ]
+        )
     l32 = OnnxScorer(fp32, ckpt["max_len"], threads=2).logits(pairs)
     l8 = OnnxScorer(int8, ckpt["max_len"], threads=2).logits(pairs)
     check = {

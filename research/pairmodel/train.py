@@ -106,9 +106,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--small-repeat", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (timing / quick checks)")
-    ap.add_argument("--max-minutes", type=float, default=0,
-                    help="wall-clock budget: the LR schedule follows max(step fraction, time fraction) and training "
-                         "stops when either reaches 1 (the machine is shared, so step time varies)")
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="wall-clock budget: the LR schedule follows max(step fraction, time fraction) and training "
+        "stops when either reaches 1 (the machine is shared, so step time varies)",
+    )
     ap.add_argument("--dev-size", type=int, default=1500)
     ap.add_argument("--dev-every", type=int, default=500)
     args = ap.parse_args(argv)
@@ -131,7 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     model.train()
     no_decay = ("bias", "LayerNorm.weight")
     groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)], "weight_decay": args.weight_decay},
+        {
+            "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
+            "weight_decay": args.weight_decay,
+        },
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=args.lr)
@@ -173,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
             if step >= total or progress(step) >= 1.0:
                 break
             feats = encode_pairs(tok, [(a, c) for a, c, _ in b])
-            y = torch.tensor([[float(l)] for _, _, l in b])
+            y = torch.tensor([[float(label)] for _, _, label in b])
             loss = loss_fn(model(**feats), y)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -184,8 +191,11 @@ def main(argv: list[str] | None = None) -> None:
             step += 1
             if step % 50 == 0 or step == total:
                 el = time.time() - t0
-                log(f"epoch {epoch} step {step}/{total} progress {progress(step):.3f} loss {np.mean(running[-50:]):.4f} "
-                    f"lr {sched.get_last_lr()[0]:.2e} {el / step:.3f}s/step elapsed {el / 60:.1f}min")
+                log(
+                    f"epoch {epoch} step {step}/{total} progress {progress(step):.3f} "
+                    f"loss {np.mean(running[-50:]):.4f} "
+                    f"lr {sched.get_last_lr()[0]:.2e} {el / step:.3f}s/step elapsed {el / 60:.1f}min"
+                )
             if step % args.dev_every == 0 and step < total:
                 log(f"dev step {step} {dev_eval(model, tok, dev)}")
         epoch += 1
@@ -194,14 +204,33 @@ def main(argv: list[str] | None = None) -> None:
     final_dev = dev_eval(model, tok, dev)
     log(f"done steps={step} train_seconds={train_seconds:.0f} dev {final_dev}")
     torch.save(
-        {"state_dict": model.state_dict(), "head": args.head, "max_len": args.max_len, "args": {k: str(v) for k, v in vars(args).items()},
-         "data": info, "steps": step, "examples_seen": step * args.batch, "train_seconds": train_seconds, "dev": final_dev},
+        {
+            "state_dict": model.state_dict(),
+            "head": args.head,
+            "max_len": args.max_len,
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "data": info,
+            "steps": step,
+            "examples_seen": step * args.batch,
+            "train_seconds": train_seconds,
+            "dev": final_dev,
+        },
         args.out / "model.pt",
     )
-    (args.out / "train_summary.json").write_text(json.dumps(
-        {"args": {k: str(v) for k, v in vars(args).items()}, "data": info, "steps": step,
-         "examples_seen": step * args.batch, "planned_steps": total,
-         "train_seconds": round(train_seconds, 1), "dev_qqp_calibration": final_dev}, indent=2))
+    (args.out / "train_summary.json").write_text(
+        json.dumps(
+            {
+                "args": {k: str(v) for k, v in vars(args).items()},
+                "data": info,
+                "steps": step,
+                "examples_seen": step * args.batch,
+                "planned_steps": total,
+                "train_seconds": round(train_seconds, 1),
+                "dev_qqp_calibration": final_dev,
+            },
+            indent=2,
+        )
+    )
     log(f"saved {args.out / 'model.pt'}")
 
 
