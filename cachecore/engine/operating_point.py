@@ -7,7 +7,8 @@ through is a false prefetch. The suggested cut is the lowest one on the grid who
 bound of the false rate stays under the target; the hit rate is the share of cited labels it
 still serves. Labels are noisy (an agent that cites something else for its own reasons): when
 no cut meets the target, the suggestion is the lowest cut within one point of the lowest upper
-bound any cut reaches (``meets_target`` False), so noise is not chased with the hits.
+bound any cut reaches, and never above the first cut whose measured rate is under the target
+(``meets_target`` False), so noise is not chased with the hits.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_
     meets = bool(feasible)
     if not feasible:
         served = [f for f in curve if f.served >= MIN_SERVED]
+        # Where the measured rate itself is already under the target, only the bound's width
+        # (or label noise) keeps it out: tightening further would trade hits for noise.
+        enough = next((f.cut for f in served if f.false_rate <= target_false), None)
+        if enough is not None:
+            served = [f for f in served if f.cut <= enough]
         best = min((f.false_rate_upper for f in served), default=None)
         feasible = [f for f in served if best is not None and f.false_rate_upper <= best + NOISE_TOLERANCE]
     return Suggestion(

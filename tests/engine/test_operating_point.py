@@ -40,3 +40,12 @@ def test_nothing_is_suggested_when_no_cut_serves_enough():
     labels = [(0.45, False)] * 40  # under every cut of the grid
     s = suggest(labels, current_cut=0.8)
     assert s is not None and s.suggested is None and not s.changes
+
+
+def test_noise_alone_does_not_push_the_cut_up_once_the_measured_rate_is_under_the_target():
+    # 4 % of the labels at every confidence are noise: the measured rate is under 5 % from
+    # 0.7 up, but the bound is not; the suggestion stops at 0.7 instead of climbing for nothing.
+    labels = ([(0.65, False)] * 30 + [(0.75, True)] * 96 + [(0.75, False)] * 4
+              + [(0.95, True)] * 96 + [(0.95, False)] * 4)
+    s = suggest(labels, current_cut=0.6, target_false=0.05)
+    assert s is not None and not s.meets_target and s.suggested.cut <= 0.75 and s.suggested.hit_rate == 1.0
