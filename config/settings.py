@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "cachecore",
     "api",
     "adminui",
+    # Benchmark, evaluation and studies (their management commands); the product never imports it.
+    "research",
 ]
 
 MIDDLEWARE = [

@@ -84,9 +84,9 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     from cachecore import services
-    from cachecore.evaluation.corpus import chunks_ensure, collect_sections, ingest_sections
-    from cachecore.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
-    from cachecore.evaluation.progress import Progress
+    from research.evaluation.corpus import chunks_ensure, collect_sections, ingest_sections
+    from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
+    from research.evaluation.progress import Progress
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
@@ -403,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import django
 
         django.setup()
-        from cachecore.evaluation.harness import parse_overrides
+        from research.evaluation.harness import parse_overrides
 
         out = collect(parse_overrides(args.set), args.out, floor=None if args.defaults else COLLECT_FLOOR,
                       keep_tenant=args.keep_tenant)

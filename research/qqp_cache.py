@@ -293,8 +293,8 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     from cachecore import services
     from cachecore.embedding import get_embedder
     from cachecore.engine.text import normalise_query
-    from cachecore.evaluation.corpus import chunks_ensure, upsert_synchronously
-    from cachecore.evaluation.progress import Progress
+    from research.evaluation.corpus import chunks_ensure, upsert_synchronously
+    from research.evaluation.progress import Progress
     from tenants.services import SETTINGS_FIELDS
 
     def bar(label: str, total: int) -> Progress:
@@ -483,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import django
 
     django.setup()
-    from cachecore.evaluation.harness import parse_overrides
+    from research.evaluation.harness import parse_overrides
 
     try:
         overrides = parse_overrides(args.overrides)

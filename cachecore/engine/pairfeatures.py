@@ -5,7 +5,7 @@ all-MiniLM-L6-v2 alone cannot separate a reworded paraphrase from a near miss ab
 else in the same documentation (both score 0.6-0.9). The second stage scores each first-stage
 candidate from features of the two *normalised* questions (what recall has for a candidate:
 ``Candidate.query_normalised``) plus their cosine, with a small logistic regression trained
-on labelled pairs (``python -m cachecore.matcher_study``; weights in ``matcher_weights.json``).
+on labelled pairs (``python -m research.matcher_study``; weights in ``matcher_weights.json``).
 
 ``trigram_similarity`` reproduces PostgreSQL pg_trgm's ``similarity()`` so that lexical and
 hybrid matching need no extra SQL.

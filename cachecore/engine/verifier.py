@@ -19,7 +19,7 @@ anaphoric sentences such as "Not on its own." weigh little), and the whole answe
 cosine against the chunks must reach ``answer_support_floor``.
 
 Pure: the caller passes an ``embed`` function and the cited chunks' vectors. Calibrated by
-``cachecore/verifier_calibration.py`` on ``tests/data/verifier_answers.jsonl``.
+``research/verifier_calibration.py`` on ``tests/data/verifier_answers.jsonl``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 # Calibrated on the calibration half of tests/data/verifier_answers.jsonl
-# (python -m cachecore.verifier_calibration; tests/cachecore/test_verifier.py pins the result).
+# (python -m research.verifier_calibration; tests/research/test_verifier_calibration.py pins the result).
 SUPPORT_FLOOR = 0.40
 MIN_SUPPORTED_RATIO = 0.6
 ANSWER_SUPPORT_FLOOR = 0.68

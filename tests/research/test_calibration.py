@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from cachecore.calibration import (
+from research.calibration import (
     DEFAULT_PAIRS_PATH,
     LABELS,
     NEAR_MISS,

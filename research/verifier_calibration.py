@@ -14,7 +14,7 @@ To guard against overfitting, items are split deterministically into a calibrati
 held-out half by the first byte of the sha256 of the answer; the grid is searched on the
 calibration half only and both halves are reported.
 
-Pure functions plus ``main()``; no Django. Run ``python -m cachecore.verifier_calibration [path] [--chunk-words N]``.
+Pure functions plus ``main()``; no Django. Run ``python -m research.verifier_calibration [path] [--chunk-words N]``.
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cachecore.embedding import Embedder
 
     parser = argparse.ArgumentParser(
-        prog="python -m cachecore.verifier_calibration", description="Calibrate the built-in verifier."
+        prog="python -m research.verifier_calibration", description="Calibrate the built-in verifier."
     )
     parser.add_argument("path", nargs="?", default=str(DEFAULT_ANSWERS_PATH), help="the labelled answer set (JSONL)")
     parser.add_argument(

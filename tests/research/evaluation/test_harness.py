@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from cachecore.evaluation.harness import DEFAULT_DOCS, EvalConfig, run_evaluation
-from cachecore.evaluation.report import PLOTS, write_report
+from research.evaluation.harness import DEFAULT_DOCS, EvalConfig, run_evaluation
+from research.evaluation.report import PLOTS, write_report
 from tenants.models import Tenant
 
 SLICE = ("faq", "tutorial")
@@ -92,7 +92,7 @@ def test_matching_and_sweep(evaluated) -> None:
 
 
 def test_broken_verifier_admission_fails_the_run_instead_of_skipping_the_gate(db, monkeypatch) -> None:
-    from cachecore.evaluation import harness
+    from research.evaluation import harness
 
     monkeypatch.setattr(harness, "verifier_probe", lambda run, section_id: {"available": False})
     with pytest.raises(RuntimeError, match="verifier admission is broken"):

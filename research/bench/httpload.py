@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from cachecore.bench.timing import percentiles
+from research.bench.timing import percentiles
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 

@@ -18,7 +18,7 @@ sections the matched trail cites: the FAQ entry's gold sections, or the pair's p
 under the coverage floor is escalated to a hint by recall. Pairs without passage (the
 hand-written matcher pairs) have unknown coverage.
 
-No Django. ``python -m cachecore.matcher_study [--no-write] [--alt-model PATH.onnx]``: retrains
+No Django. ``python -m research.matcher_study [--no-write] [--alt-model PATH.onnx]``: retrains
 (deterministic), prints the table, writes ``cachecore/engine/matcher_weights.json`` and
 ``reports/matcher/study.{json,md}``.
 """

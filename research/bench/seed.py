@@ -24,9 +24,9 @@ import psycopg
 from django.db import connection
 from psycopg.types.json import Jsonb
 
-from cachecore.bench import corpus
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import content_hash, normalise_query, split_chunks
+from research.bench import corpus
 from tenants.models import Tenant
 
 SEED_VERSION = 3

@@ -16,9 +16,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from cachecore.bench import corpus, httpload, report, seed, timing
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
+from research.bench import corpus, httpload, report, seed, timing
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create
 

@@ -26,8 +26,9 @@ from django.db import models, transaction
 from cachecore import services
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
-from cachecore.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_agent
-from cachecore.evaluation.corpus import (
+from cachecore.models import Trail, TrailStatus
+from research.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_agent
+from research.evaluation.corpus import (
     FullTextSearch,
     chunks_ensure,
     chunks_pending,
@@ -36,7 +37,7 @@ from cachecore.evaluation.corpus import (
     ingest_sections,
     upsert_synchronously,
 )
-from cachecore.evaluation.metrics import (
+from research.evaluation.metrics import (
     edit_sample_size,
     gate_accounting,
     rate,
@@ -44,9 +45,8 @@ from cachecore.evaluation.metrics import (
     sweep_point,
     threshold_sweep,
 )
-from cachecore.evaluation.naive import NaiveTextCache, changed_served
-from cachecore.evaluation.progress import Progress
-from cachecore.models import Trail, TrailStatus
+from research.evaluation.naive import NaiveTextCache, changed_served
+from research.evaluation.progress import Progress
 from tenants.models import AdmissionPolicy, Tenant
 from tenants.services import SETTINGS_FIELDS, tenant_create
 

@@ -8,17 +8,17 @@ import io
 import numpy as np
 import pytest
 
-from cachecore.evaluation.agent import NON_ANSWER, answer_extract, keywords, run_agent
-from cachecore.evaluation.corpus import EDIT_MARK, edit_sentence, in_subtrees, or_query
-from cachecore.evaluation.metrics import (
+from research.evaluation.agent import NON_ANSWER, answer_extract, keywords, run_agent
+from research.evaluation.corpus import EDIT_MARK, edit_sentence, in_subtrees, or_query
+from research.evaluation.metrics import (
     THRESHOLDS,
     edit_sample_size,
     gate_accounting,
     sweep_point,
     threshold_sweep,
 )
-from cachecore.evaluation.naive import NaiveTextCache, changed_served
-from cachecore.evaluation.progress import Progress
+from research.evaluation.naive import NaiveTextCache, changed_served
+from research.evaluation.progress import Progress
 
 DOCS = {f"d{i}": f"Heading {i}\n\nSection {i} says something. It has more. And more. And a fourth." for i in range(20)}
 

@@ -56,7 +56,7 @@ def _routing_limit() -> int:
 def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11) -> list[TimedQuery]:
     """``n`` queries: half from scopes searched through HNSW (when any), half from exact-path
     scopes; 50% a probe's own question, 35% its paraphrase, 15% an off-topic miss."""
-    from cachecore.bench import corpus
+    from research.bench import corpus
 
     rng = random.Random(seed)
     by_path: dict[str, list[dict]] = {"exact": [], "hnsw": []}
@@ -178,7 +178,7 @@ def time_embedding(texts: list[str], *, batch_size: int = 32) -> dict:
 def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: int = 5) -> dict:
     """Records through services.trail_record (embedding included), into a scope no timed
     recall reads."""
-    from cachecore.bench import corpus
+    from research.bench import corpus
 
     rng = random.Random(seed)
     samples: list[float] = []

@@ -10,7 +10,7 @@ embedded as sections' chunks are (raw text). For every pair:
 * coverage — max cosine of the second question against the passage's chunks, what recall
   compares with the coverage floor.
 
-Pure functions plus ``main()``; no Django. Run ``python -m cachecore.calibration [path]``.
+Pure functions plus ``main()``; no Django. Run ``python -m research.calibration [path]``.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from cachecore.bench import report, seed
-from cachecore.bench.runner import BenchConfig, run_bench
 from cachecore.models import Citation, Section, Trail
+from research.bench import report, seed
+from research.bench.runner import BenchConfig, run_bench
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The evaluation harness (``make eval``): see cachecore/evaluation/harness.py."""
+"""The evaluation harness (``make eval``): see research/evaluation/harness.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from cachecore.evaluation.harness import (
+from research.evaluation.harness import (
     DEFAULT_DOCS,
     DEFAULT_QUESTIONS,
     EDIT_RATES,
@@ -18,7 +18,7 @@ from cachecore.evaluation.harness import (
     parse_overrides,
     run_evaluation,
 )
-from cachecore.evaluation.report import write_report
+from research.evaluation.report import write_report
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """``manage.py bench``: seed a dedicated database and measure recall, records, embedding and the
-HTTP service (see cachecore.bench). Never touches the dev database: the command creates
+HTTP service (see research.bench). Never touches the dev database: the command creates
 ``trailcache_bench`` (or ``--database``) on the same server, then runs itself again against it."""
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class Command(BaseCommand):
         if os.environ.get(CHILD_ENV) != "1":
             self._reexec()
             return
-        from cachecore.bench import report
-        from cachecore.bench.runner import BenchConfig, default_report_path, run_bench
+        from research.bench import report
+        from research.bench.runner import BenchConfig, default_report_path, run_bench
 
         call_command("migrate", verbosity=0, interactive=False)
         cfg = BenchConfig(

@@ -1,6 +1,6 @@
 """Matching quality on the held-out split of the matcher study (issue 6), real model, no DB.
 
-Measured (python -m cachecore.matcher_study) on the test split: 396 pairs, 90 paraphrases and
+Measured (python -m research.matcher_study) on the test split: 396 pairs, 90 paraphrases and
 306 negatives from 106 question groups:
 
 * embedding only @0.51: paraphrase hit 86.7%, false hit 26.8%;
@@ -19,9 +19,9 @@ import json
 import numpy as np
 import pytest
 
-from cachecore import matcher_study as study
 from cachecore.engine.pairfeatures import WEIGHTS_PATH, PairScorer
 from cachecore.engine.polarity import polarity_conflict
+from research import matcher_study as study
 
 MIN_LEARNED_PARAPHRASE_HIT = 0.46  # measured 0.500 (45/90)
 MAX_LEARNED_FALSE_HIT = 0.12  # measured 0.095 (29/306)
