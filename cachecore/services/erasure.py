@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
     JobKind,
@@ -14,6 +15,7 @@ from cachecore.models import (
     RecallEvent,
     Trail,
 )
+from cachecore.services.jobs import job_create, register
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -62,9 +64,6 @@ def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any 
 def subject_erase_request(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> Job:
     """Accept an erasure as a background job (the console's path); same effect as
     ``subject_erase``. The subject sits in the job row only until the job has run."""
-    from cachecore.errors import InvalidInput
-    from cachecore.services.jobs import job_create
-
     subject = subject.strip()
     if not subject:
         raise InvalidInput("subject is required", fields={"subject": ["required"]})
@@ -83,3 +82,6 @@ def subject_erase_job_run(job: Job) -> dict[str, Any]:
                                 actor=job.actor)
     job.params = {"subject_sha256": digest}
     return {"deleted": deleted}
+
+
+register(JobKind.SUBJECT_ERASE, subject_erase_job_run)

@@ -22,6 +22,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
+from cachecore.services.erasure import subject_hash
+from cachecore.services.jobs import job_create, job_progress, register
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -77,9 +79,6 @@ def export_request(
     }
     if params["since"] and params["until"] and params["since"] >= params["until"]:
         raise InvalidInput("since must be before until", fields={"until": ["must be after since"]})
-    from cachecore.services.erasure import subject_hash
-    from cachecore.services.jobs import job_create
-
     with transaction.atomic():
         job = job_create(tenant=tenant, kind=JobKind.EXPORT, params=params, actor=actor, actor_label=actor_label)
         # The audit log keeps the subject's hash: erasing the subject must not leave it here.
@@ -169,8 +168,6 @@ def export_path(job: Job) -> Path:
 
 def export_job_run(job: Job) -> dict[str, Any]:
     """Job body: write the export file batch by batch, with progress numbers."""
-    from cachecore.services.jobs import job_progress
-
     params = job.params
     fmt = params.get("format", "csv")
     trails = export_trails(tenant=job.tenant, params=params)
@@ -192,6 +189,9 @@ def export_job_run(job: Job) -> dict[str, Any]:
     job.progress_total = done
     job.file_expires_at = timezone.now() + timedelta(days=settings.TRAILCACHE_EXPORT_RETENTION_DAYS)
     return {"rows": done, "bytes": path.stat().st_size}
+
+
+register(JobKind.EXPORT, export_job_run)
 
 
 @dataclass(frozen=True)

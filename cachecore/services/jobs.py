@@ -1,6 +1,10 @@
 """Durable background jobs: a row written in the accepting request's transaction, published
 to the broker after commit (never waiting on it), claimed with a conditional UPDATE, and
-re-published by a sweeper while it never started. Nothing a request accepted is lost."""
+re-published by a sweeper while it never started. Nothing a request accepted is lost.
+
+These primitives know no job kind: each service registers the body of its own kinds
+(``register(JobKind.EXPORT, export_job_run)``) when it is imported, and publishing goes by the
+Celery task's name, so nothing here imports a service or ``cachecore.tasks``."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.db.models import Q
@@ -27,8 +32,41 @@ REPUBLISH_AFTER = timedelta(minutes=5)
 HEARTBEAT_TIMEOUT = timedelta(minutes=10)
 
 
+# The Celery task that runs a job row (cachecore/tasks.py), published by name.
+JOB_RUN_TASK = "cachecore.tasks.job_run"
+
+JobHandler = Callable[[Job], dict[str, Any]]
+_HANDLERS: dict[str, JobHandler] = {}
+
+
 class JobRetry(Exception):
     """Raised by a job body for a transient failure: the job goes back to the queue."""
+
+
+class UnknownJobKind(LookupError):
+    """A job row whose kind no service registered a handler for (a programming error)."""
+
+
+def register(kind: JobKind, handler: JobHandler) -> None:
+    """Make ``handler`` the body of jobs of ``kind``; it returns the job's result (a dict).
+    Each service registers its own kinds at import; a second, different handler is a bug."""
+    current = _HANDLERS.get(kind)
+    if current is not None and _name(current) != _name(handler):
+        raise ValueError(f"job kind {kind!r} already runs {_name(current)}, not {_name(handler)}")
+    _HANDLERS[kind] = handler
+
+
+def _name(handler: JobHandler) -> str:
+    return f"{handler.__module__}.{handler.__qualname__}"
+
+
+def job_handler(kind: str) -> JobHandler:
+    """The registered body of a job kind; ``UnknownJobKind`` when there is none."""
+    try:
+        return _HANDLERS[kind]
+    except KeyError:
+        known = ", ".join(sorted(_HANDLERS)) or "none"
+        raise UnknownJobKind(f"no handler registered for job kind {kind!r} (registered: {known})") from None
 
 
 def job_create(
@@ -47,10 +85,9 @@ def job_create(
 def job_publish(*, job_id: str) -> bool:
     """Send the job's message to the broker. Fails fast and quietly when the broker is down
     (the job stays queued for the sweeper); returns whether the broker took it."""
-    from cachecore.tasks import job_run
-
     try:
-        job_run.apply_async(args=[job_id], retry=False)
+        # By name: the web process needs no import of the tasks module (which imports services).
+        current_app.signature(JOB_RUN_TASK, args=(job_id,)).apply_async(retry=False)
     except Exception as exc:  # any broker/transport error: never fail the request over it
         log.warning("job %s not published, the sweeper will retry: %s", job_id, exc)
         return False
@@ -115,27 +152,19 @@ def _finish(job: Job, *, status: JobStatus, result: dict[str, Any] | None = None
     job.save(update_fields=fields)
 
 
-def _handlers() -> dict[str, Callable[[Job], dict[str, Any]]]:
-    from cachecore.services.erasure import subject_erase_job_run
-    from cachecore.services.exports import export_job_run
-    from cachecore.services.sections import section_chunks_job_run, trails_invalidate_job_run
-
-    return {
-        JobKind.SECTION_CHUNKS: section_chunks_job_run,
-        JobKind.TRAILS_INVALIDATE: trails_invalidate_job_run,
-        JobKind.EXPORT: export_job_run,
-        JobKind.SUBJECT_ERASE: subject_erase_job_run,
-    }
-
-
 def job_execute(*, job_id: str) -> Job | None:
     """Claim and run one job. Transient failures (database errors, ``JobRetry``) put it back
     in the queue and re-raise so the task's retry policy applies; any other error fails the
-    job with a short code. Returns the job, or None when there was nothing to do."""
+    job with a short code; a kind with no registered handler fails the job and raises
+    ``UnknownJobKind``. Returns the job, or None when there was nothing to do."""
     job = job_claim(job_id=job_id)
     if job is None:
         return None
-    handler = _handlers()[job.kind]
+    try:
+        handler = job_handler(job.kind)
+    except UnknownJobKind:
+        _finish(job, status=JobStatus.FAILED, error=f"unknown_kind: {job.kind}")
+        raise
     try:
         result = handler(job)
     except (DatabaseError, JobRetry):

@@ -23,6 +23,7 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
+from cachecore.services.jobs import job_create, job_progress, register
 from tenants.models import Tenant
 
 
@@ -166,8 +167,6 @@ def trails_invalidate_schedule(*, tenant: Tenant, section_ids: Sequence[str], mo
     limit = {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS)
     if len(section_ids) <= limit:
         return trails_invalidate_for_sections(tenant=tenant, section_ids=section_ids)
-    from cachecore.services.jobs import job_create
-
     affected = (Trail.objects.filter(tenant=tenant, status__in=[TrailStatus.ACTIVE, TrailStatus.PENDING],
                                      citations__section_id__in=list(section_ids)).distinct().count())
     job_create(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE, params={"section_ids": list(section_ids)},
@@ -191,8 +190,6 @@ def section_chunks_schedule(*, tenant: Tenant, sections: Sequence[Section], mode
     if needed <= {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_CHUNK_LIMIT):
         section_chunks_compute(section_pks=[s.pk for s in with_text])
         return
-    from cachecore.services.jobs import job_create
-
     job_create(tenant=tenant, kind=JobKind.SECTION_CHUNKS, params={"section_pks": [s.pk for s in with_text]},
                progress_total=len(with_text))
 
@@ -203,8 +200,6 @@ _CHUNK_JOB_BATCH = 50
 
 def section_chunks_job_run(job: Job) -> dict[str, int]:
     """Job body: embed the chunks of a large upsert in steps, with progress."""
-    from cachecore.services.jobs import job_progress
-
     pks = list(job.params.get("section_pks", []))
     written = 0
     for start in range(0, len(pks), _CHUNK_JOB_BATCH):
@@ -241,3 +236,7 @@ def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
     return sum(1 for r in rows if r.section_id in fresh)
 
 
+register(JobKind.SECTION_CHUNKS, section_chunks_job_run)
+# Through the module attribute, not the function object: api/metrics.py wraps
+# ``trails_invalidate_job_run`` so a fan-out counted when accepted is not counted again here.
+register(JobKind.TRAILS_INVALIDATE, lambda job: trails_invalidate_job_run(job))

@@ -42,7 +42,7 @@ def test_a_failing_job_is_marked_failed_with_a_short_error(make_tenant, monkeypa
     def boom(job):
         raise ValueError("disk full")
 
-    monkeypatch.setattr(jobs_module, "_handlers", lambda: {JobKind.EXPORT: boom})
+    monkeypatch.setitem(jobs_module._HANDLERS, JobKind.EXPORT, boom)
     job_execute(job_id=str(job.pk))
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.error == "ValueError: disk full" and job.finished_at
@@ -55,7 +55,7 @@ def test_a_transient_database_error_puts_the_job_back_for_the_retry(make_tenant,
     def flaky(job):
         raise OperationalError("server closed the connection")
 
-    monkeypatch.setattr(jobs_module, "_handlers", lambda: {JobKind.EXPORT: flaky})
+    monkeypatch.setitem(jobs_module._HANDLERS, JobKind.EXPORT, flaky)
     with pytest.raises(OperationalError):
         job_execute(job_id=str(job.pk))
     job.refresh_from_db()
@@ -69,6 +69,22 @@ def test_a_transient_database_error_puts_the_job_back_for_the_retry(make_tenant,
     assert job.status == JobStatus.FAILED and job.error == "too_many_attempts"
 
 
+@pytest.mark.django_db
+def test_a_job_of_a_kind_no_service_registered_fails_loudly(make_tenant, monkeypatch):
+    job = job_create(tenant=make_tenant(), kind=JobKind.EXPORT, params={"format": "csv"})
+    monkeypatch.delitem(jobs_module._HANDLERS, JobKind.EXPORT)
+    with pytest.raises(jobs_module.UnknownJobKind, match="export"):
+        job_execute(job_id=str(job.pk))
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.error == "unknown_kind: export"
+
+
+def test_every_job_kind_has_the_handler_its_service_registered():
+    assert set(jobs_module._HANDLERS) == set(JobKind.values)
+    with pytest.raises(ValueError, match="already runs"):
+        jobs_module.register(JobKind.EXPORT, lambda job: {})
+
+
 @pytest.mark.django_db(transaction=True)
 def test_accepting_a_job_with_the_broker_down_publishes_once_after_commit_and_keeps_the_row(caller, monkeypatch):
     """The request never waits on the broker: one publish attempt, after the job row is
@@ -76,11 +92,11 @@ def test_accepting_a_job_with_the_broker_down_publishes_once_after_commit_and_ke
     attempts = []
     real_apply_async = job_run.apply_async
 
-    def spy(args, **options):
+    def spy(args=None, kwargs=None, **options):
         # No transaction open (this test runs in autocommit) and the row there: published after commit.
         committed = not connection.in_atomic_block and Job.objects.filter(pk=args[0]).exists()
         attempts.append((committed, options.get("retry")))
-        return real_apply_async(args, **options)
+        return real_apply_async(args, kwargs, **options)
 
     monkeypatch.setattr(job_run, "apply_async", spy)
     response = caller.post("/api/v1/exports", {"format": "csv"})

@@ -125,9 +125,9 @@ def test_jobs_accepted_while_the_broker_is_down_complete_when_it_is_back(caller,
     publishes: list[tuple[str, object]] = []
     real_apply_async = job_run.apply_async
 
-    def counted(args, **options):
+    def counted(args=None, kwargs=None, **options):
         publishes.append((args[0], options.get("retry")))
-        return real_apply_async(args, **options)
+        return real_apply_async(args, kwargs, **options)
 
     monkeypatch.setattr(job_run, "apply_async", counted)
     upsert = caller.upsert({"doc#config": "Acme reads its configuration from /etc/acme/acme.toml."})
