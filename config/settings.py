@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "adminui",
     # Benchmark, evaluation and studies (their management commands); the product never imports it.
     "research",
+    # Documentation splitting and ingestion (manage.py ingest_docs); the product never imports it.
+    "docingest",
 ]
 
 MIDDLEWARE = [

@@ -35,8 +35,8 @@ from research.splits import REPO_ROOT
 def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: float | None = None) -> dict[str, Any]:
     from cachecore import services
     from cachecore.services.calibration import operating_point_apply
-    from research.evaluation.corpus import chunks_ensure, collect_sections, ingest_sections
-    from research.evaluation.progress import Progress
+    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.progress import Progress
     from tenants.models import Tenant
     from tenants.services import tenant_create
 

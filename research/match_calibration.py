@@ -84,9 +84,9 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     from cachecore import services
-    from research.evaluation.corpus import chunks_ensure, collect_sections, ingest_sections
+    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.progress import Progress
     from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
-    from research.evaluation.progress import Progress
     from tenants.models import Tenant
     from tenants.services import tenant_create
 

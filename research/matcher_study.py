@@ -148,7 +148,7 @@ def near_duplicates(pairs: Sequence[LabelledPair]) -> list[LabelledPair]:
 
 
 def gold_texts(ids: set[str], root: Path = DOCS_ROOT) -> dict[str, str]:
-    from cachecore.engine.docsplit import split_tree
+    from docingest import split_tree
 
     return {s.id: s.text for s in split_tree(root) if s.id in ids}
 

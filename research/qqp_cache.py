@@ -293,8 +293,8 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     from cachecore import services
     from cachecore.embedding import get_embedder
     from cachecore.engine.text import normalise_query
-    from research.evaluation.corpus import chunks_ensure, upsert_synchronously
-    from research.evaluation.progress import Progress
+    from docingest.ingest import chunks_ensure, upsert_synchronously
+    from docingest.progress import Progress
     from tenants.services import SETTINGS_FIELDS
 
     def bar(label: str, total: int) -> Progress:

@@ -27,16 +27,10 @@ from cachecore import services
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from cachecore.models import Trail, TrailStatus
+from docingest.ingest import chunks_ensure, chunks_pending, collect_sections, ingest_sections, upsert_synchronously
+from docingest.progress import Progress
 from research.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_agent
-from research.evaluation.corpus import (
-    FullTextSearch,
-    chunks_ensure,
-    chunks_pending,
-    collect_sections,
-    edit_sentence,
-    ingest_sections,
-    upsert_synchronously,
-)
+from research.evaluation.corpus import FullTextSearch, edit_sentence
 from research.evaluation.metrics import (
     edit_sample_size,
     gate_accounting,
@@ -46,7 +40,6 @@ from research.evaluation.metrics import (
     threshold_sweep,
 )
 from research.evaluation.naive import NaiveTextCache, changed_served
-from research.evaluation.progress import Progress
 from tenants.models import AdmissionPolicy, Tenant
 from tenants.services import SETTINGS_FIELDS, tenant_create
 

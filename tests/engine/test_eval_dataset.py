@@ -89,7 +89,7 @@ def test_distinct_question_never_names_a_question_with_the_same_gold(rows):
 
 
 def test_every_gold_id_is_produced_by_split_tree(rows):
-    from cachecore.engine.docsplit import split_tree
+    from docingest import split_tree
 
     produced = {s.id for s in split_tree(require_python_docs())}
     missing = sorted({g for r in rows for g in r["gold"]} - produced)
@@ -97,7 +97,7 @@ def test_every_gold_id_is_produced_by_split_tree(rows):
 
 
 def test_question_is_the_heading_of_its_first_gold_section(rows):
-    from cachecore.engine.docsplit import split_tree
+    from docingest import split_tree
 
     titles = {s.id: s.title for s in split_tree(require_python_docs() / "faq")}
     for r in rows:

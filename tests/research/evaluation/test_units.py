@@ -8,8 +8,10 @@ import io
 import numpy as np
 import pytest
 
+from docingest.ingest import in_subtrees
+from docingest.progress import Progress
 from research.evaluation.agent import NON_ANSWER, answer_extract, keywords, run_agent
-from research.evaluation.corpus import EDIT_MARK, edit_sentence, in_subtrees, or_query
+from research.evaluation.corpus import EDIT_MARK, edit_sentence, or_query
 from research.evaluation.metrics import (
     THRESHOLDS,
     edit_sample_size,
@@ -18,7 +20,6 @@ from research.evaluation.metrics import (
     threshold_sweep,
 )
 from research.evaluation.naive import NaiveTextCache, changed_served
-from research.evaluation.progress import Progress
 
 DOCS = {f"d{i}": f"Heading {i}\n\nSection {i} says something. It has more. And more. And a fourth." for i in range(20)}
 

@@ -1,4 +1,4 @@
-"""Tests for cachecore.engine.docsplit (pure Python, no database)."""
+"""Tests for docingest's splitter (pure Python, no database)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cachecore.engine import docsplit
-from cachecore.engine.docsplit import (
+import docingest
+from docingest import (
     DocSection,
     slugify_heading,
     split_markdown,
@@ -40,8 +40,12 @@ def test_slugify_heading_matches_docutils_make_id(title, slug):
     assert slugify_heading(title) == slug
 
 
-def test_module_is_pure_stdlib():
-    tree = ast.parse(Path(docsplit.__file__).read_text())
+SPLITTER = ("__init__", "common", "rst", "markdown", "html", "tree")
+
+
+@pytest.mark.parametrize("module", SPLITTER)
+def test_the_splitter_is_pure_stdlib(module):
+    tree = ast.parse((Path(docingest.__file__).parent / f"{module}.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -61,6 +65,7 @@ def test_module_is_pure_stdlib():
         "html",
         "pathlib",
         "typing",
+        "docingest",
     }
 
 

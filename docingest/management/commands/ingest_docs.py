@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from research.evaluation.corpus import UPSERT_BATCH, collect_sections, ingest_sections
-from research.evaluation.progress import Progress
+from docingest.ingest import UPSERT_BATCH, collect_sections, ingest_sections
+from docingest.progress import Progress
 from tenants.models import Tenant
 
 
