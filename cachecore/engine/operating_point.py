@@ -7,7 +7,8 @@ through is a false prefetch. The suggested cut is the lowest one on the grid who
 bound of the false rate stays under the target; the hit rate is the share of cited labels it
 still serves. Labels are noisy (an agent that cites something else for its own reasons): when
 no cut meets the target, the suggestion is the lowest cut within one point of the lowest upper
-bound any cut reaches, and never above the first cut whose measured rate is under the target
+bound any cut reaches, and never above the first cut whose measured rate, less the label noise
+(the uncited share of the most confident fifth of the labels), is under the target
 (``meets_target`` False), so noise is not chased with the hits.
 """
 
@@ -55,10 +56,25 @@ class Suggestion:
     suggested: CutFigures | None     # None: no cut serves anything labelled
     curve: tuple[CutFigures, ...]
     meets_target: bool = True
+    # The uncited share among the most confident labels: the label noise (an agent citing
+    # something else for its own reasons) that no cut can remove.
+    noise_floor: float = 0.0
 
     @property
     def changes(self) -> bool:
         return self.suggested is not None and abs(self.suggested.cut - self.current.cut) >= 0.005
+
+
+def noise_floor(labels: Sequence[tuple[float, bool]]) -> float:
+    """The uncited share of the most confident fifth of the labels (at least ``MIN_SERVED``):
+    what uncited labels look like where the match is as sure as it gets."""
+    ranked = sorted(c for c, _ in labels)
+    k = max(MIN_SERVED, len(labels) // 5)
+    if len(ranked) < k:
+        return 0.0
+    threshold = ranked[-k]
+    top = [cited for c, cited in labels if c >= threshold]  # ties go together
+    return round(sum(1 for cited in top if not cited) / len(top), 4)
 
 
 def figures_at(labels: Sequence[tuple[float, bool]], cut: float) -> CutFigures:
@@ -81,11 +97,12 @@ def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_
     curve = tuple(figures_at(labels, c) for c in grid)
     feasible = [f for f in curve if f.served and f.false_rate_upper <= target_false]
     meets = bool(feasible)
+    floor = noise_floor(labels)
     if not feasible:
         served = [f for f in curve if f.served >= MIN_SERVED]
-        # Where the measured rate itself is already under the target, only the bound's width
-        # (or label noise) keeps it out: tightening further would trade hits for noise.
-        enough = next((f.cut for f in served if f.false_rate <= target_false), None)
+        # Where the measured rate, less the label noise, is already under the target, only the
+        # bound's width or the noise keeps it out: tightening further trades hits for noise.
+        enough = next((f.cut for f in served if f.false_rate - floor <= target_false), None)
         if enough is not None:
             served = [f for f in served if f.cut <= enough]
         best = min((f.false_rate_upper for f in served), default=None)
@@ -93,5 +110,5 @@ def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_
     return Suggestion(
         labels=len(labels), cited=sum(1 for _, c in labels if c), target_false=target_false,
         current=figures_at(labels, current_cut), suggested=feasible[0] if feasible else None, curve=curve,
-        meets_target=meets,
+        meets_target=meets, noise_floor=floor,
     )

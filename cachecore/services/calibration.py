@@ -47,7 +47,8 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
             "target_false_prefetch": suggestion.target_false,
             "current_prefetch_confidence": tenant.prefetch_confidence,
             "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
-            "meets_target": suggestion.meets_target, "changes": suggestion.changes}
+            "meets_target": suggestion.meets_target, "noise_floor": suggestion.noise_floor,
+            "changes": suggestion.changes}
 
 
 def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None,

@@ -49,3 +49,15 @@ def test_noise_alone_does_not_push_the_cut_up_once_the_measured_rate_is_under_th
               + [(0.95, True)] * 96 + [(0.95, False)] * 4)
     s = suggest(labels, current_cut=0.6, target_false=0.05)
     assert s is not None and not s.meets_target and s.suggested.cut <= 0.75 and s.suggested.hit_rate == 1.0
+
+
+def test_label_noise_is_estimated_from_the_most_confident_labels_and_not_chased():
+    from cachecore.engine.operating_point import noise_floor
+
+    # 10 % noise everywhere; twins (really uncited) only under 0.8.
+    labels = ([(0.98, True)] * 90 + [(0.98, False)] * 10 + [(0.85, True)] * 90 + [(0.85, False)] * 10
+              + [(0.7, False)] * 60)
+    assert noise_floor(labels) == 0.1
+    s = suggest(labels, current_cut=0.6, target_false=0.05)
+    assert s is not None and s.suggested is not None and 0.7 < s.suggested.cut <= 0.85
+    assert s.suggested.hit_rate == 1.0 and s.noise_floor == 0.1
