@@ -1,5 +1,6 @@
 """Thin Celery wrappers: ids in, a service call, retries declared here. Periodic tasks are
-scheduled in config/celery.py."""
+scheduled in config/celery.py. Tasks import services, never the other way round: a service
+publishes a job by this module's task name (``cachecore.services.jobs.JOB_RUN_TASK``)."""
 
 from __future__ import annotations
 

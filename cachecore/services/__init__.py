@@ -1,5 +1,9 @@
 """Every write of the engine: sections, trails, recalls, feedback, erasure. The API, the
-console and Celery tasks all call these (``from cachecore import services``)."""
+console and Celery tasks all call these (``from cachecore import services``).
+
+This package re-exports its submodules' services for those callers; it is the only module that
+imports them all. A submodule imports its siblings directly (``cachecore.services.jobs``),
+never this package: ``tests/test_import_graph.py`` fails on the cycle that would make."""
 
 from cachecore.services.erasure import subject_erase, subject_erase_request, subject_hash
 from cachecore.services.exports import export_file, export_request

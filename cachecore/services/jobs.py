@@ -19,6 +19,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from cachecore.errors import NotFound
 from cachecore.models import Job, JobKind, JobStatus
 from tenants.models import Tenant
 
@@ -180,8 +181,6 @@ def job_execute(*, job_id: str) -> Job | None:
 
 def job_get(*, tenant: Tenant, job_id: object, kind: JobKind | None = None) -> Job:
     """A tenant's job by id (404 otherwise)."""
-    from cachecore.errors import NotFound
-
     jobs = Job.objects.filter(tenant=tenant)
     if kind:
         jobs = jobs.filter(kind=kind)

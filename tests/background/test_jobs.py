@@ -79,6 +79,10 @@ def test_a_job_of_a_kind_no_service_registered_fails_loudly(make_tenant, monkeyp
     assert job.status == JobStatus.FAILED and job.error == "unknown_kind: export"
 
 
+def test_jobs_are_published_by_the_name_of_the_task_that_runs_them():
+    assert job_run.name == jobs_module.JOB_RUN_TASK
+
+
 def test_every_job_kind_has_the_handler_its_service_registered():
     assert set(jobs_module._HANDLERS) == set(JobKind.values)
     with pytest.raises(ValueError, match="already runs"):
