@@ -18,7 +18,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-nodeps.tx
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
+# The settings only read DATABASE_URL (or the embedded default's URL); the embedded server is started
+# here (a no-op when DATABASE_URL is set or the server already runs).
 setup: $(VENV)/.installed
+	$(PY) -m config.embedded_db start >/dev/null
 	$(PY) manage.py migrate --noinput
 
 run: setup

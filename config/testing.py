@@ -19,3 +19,9 @@ os.environ.setdefault("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", "0")
 os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES", "1000")
 os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", "1000")
 os.environ.setdefault("TRAILCACHE_INSTANCE", "test-" + os.environ.get("TRAILCACHE_TEST_DB", "test_trailcache"))
+# The settings only read DATABASE_URL (or the embedded default's URL) and start nothing; a plain
+# `pytest` starts the embedded server here, as scripts/test.sh does (a no-op when it runs already).
+if not os.environ.get("DATABASE_URL"):
+    from config import embedded_db
+
+    embedded_db.ensure_running()

@@ -13,6 +13,8 @@ PY=.venv/bin/python
 # Anything started otherwise runs in production mode and needs DJANGO_SECRET_KEY.
 export TRAILCACHE_DEV=true
 mkdir -p .data
+# The settings only read DATABASE_URL (or the embedded default's URL): the embedded server starts here.
+$PY -m config.embedded_db start >/dev/null
 # /metrics sums the gunicorn workers' counters from these files (emptied at each start).
 export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$PWD/.data/prometheus}"; mkdir -p "$PROMETHEUS_MULTIPROC_DIR"; rm -f "$PROMETHEUS_MULTIPROC_DIR"/*.db
 
@@ -47,7 +49,7 @@ if [[ -z "${CELERY_BROKER_URL:-}" ]]; then
     export CELERY_BROKER_URL="redis://127.0.0.1:${REDIS_PORT}/0"
     echo "broker: started redis-server on 127.0.0.1:${REDIS_PORT}"
   else
-    db_url="${DATABASE_URL:-$($PY -c 'from config import embedded_db; print(embedded_db.ensure_running())')}"
+    db_url="${DATABASE_URL:-$($PY -m config.embedded_db url)}"
     export CELERY_BROKER_URL="sqla+${db_url/postgresql:\/\//postgresql+psycopg://}"
     echo "WARNING: no Redis found (no server on 127.0.0.1:${REDIS_PORT}, no redis-server binary)." >&2
     echo "WARNING: using kombu's SQLAlchemy transport on PostgreSQL as the broker: it works but is slow" >&2

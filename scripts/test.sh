@@ -21,5 +21,7 @@ if ((${#missing[@]})); then
 fi
 
 .venv/bin/ruff check .
+# The settings only read DATABASE_URL (or the embedded default's URL): start the embedded server here.
+.venv/bin/python -m config.embedded_db start >/dev/null
 export TRAILCACHE_DEV=true  # the tests run in development mode (config/testing.py sets it for plain pytest too)
 exec .venv/bin/python -m pytest "$@"
