@@ -11,7 +11,7 @@ export TRAILCACHE_DEV := true
 
 .PHONY: setup run test lint bench eval clean-data
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

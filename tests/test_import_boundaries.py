@@ -54,6 +54,34 @@ def test_the_product_never_imports_research_or_docingest(package: str) -> None:
     assert [f for f in found if f not in ALLOWED] == []
 
 
+# What only research installs (requirements-research.txt, requirements-pairmodel.txt): the product's
+# runtime requirements do not carry them, so the product may not import them.
+RESEARCH_ONLY_PACKAGES = ("matplotlib", "psutil", "torch", "safetensors", "onnx")
+
+
+@pytest.mark.parametrize("package", PRODUCT)
+def test_the_product_imports_nothing_only_research_installs(package: str) -> None:
+    found = [
+        (_module_name(path), name)
+        for path in sorted((ROOT / package).rglob("*.py")) if "migrations" not in path.parts
+        for name in _imports(path) if name.split(".")[0] in RESEARCH_ONLY_PACKAGES
+    ]
+    assert found == []
+
+
+def _pinned(name: str) -> set[str]:
+    return {line.split("==")[0].split("[")[0].strip().lower()
+            for line in (ROOT / name).read_text().splitlines()
+            if line.strip() and not line.startswith(("#", "-"))}
+
+
+def test_runtime_requirements_leave_research_only_packages_out() -> None:
+    assert _pinned("requirements.txt").isdisjoint(RESEARCH_ONLY_PACKAGES)
+    # What make installs (dev, research) never pulls torch: only requirements-pairmodel.txt does.
+    for name in ("requirements-dev.txt", "requirements-research.txt"):
+        assert "torch" not in _pinned(name) and "-r requirements-pairmodel.txt" not in (ROOT / name).read_text()
+
+
 def test_the_walker_sees_imports_inside_functions(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("def f():\n    from research.bench import runner\n    import docingest.html\n")
