@@ -7,10 +7,6 @@ from html.parser import HTMLParser
 
 from docingest.common import DocSection, join_blocks, norm_ws
 
-# ---------------------------------------------------------------------------
-# Sphinx HTML
-# ---------------------------------------------------------------------------
-
 _VOID_TAGS = {
     "area",
     "base",

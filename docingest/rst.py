@@ -18,10 +18,6 @@ from docingest.common import (
     slugify_heading,
 )
 
-# ---------------------------------------------------------------------------
-# reStructuredText
-# ---------------------------------------------------------------------------
-
 _ADORNMENT_CHARS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 _ADORNMENT_RE = re.compile("(" + "|".join(re.escape(c) for c in _ADORNMENT_CHARS) + r")\1*[ \t]*$")
 

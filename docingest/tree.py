@@ -12,10 +12,6 @@ from docingest.html import split_sphinx_html
 from docingest.markdown import split_markdown
 from docingest.rst import find_rst_headings, split_rst
 
-# ---------------------------------------------------------------------------
-# Trees
-# ---------------------------------------------------------------------------
-
 DEFAULT_SKIP_DIRS = frozenset(
     {
         ".git",
