@@ -79,6 +79,26 @@ def test_a_job_of_a_kind_no_service_registered_fails_loudly(make_tenant, monkeyp
     assert job.status == JobStatus.FAILED and job.error == "unknown_kind: export"
 
 
+def test_a_process_knows_every_job_kind_once_django_is_set_up():
+    """A web process never imports the tasks module: the app's ready() loads the services
+    that register kinds, so a job written there could be run by any process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, django; django.setup(); "
+            "assert 'cachecore.tasks' not in sys.modules; "
+            "registered = sys.modules['cachecore.services.jobs']._HANDLERS; "
+            "from cachecore.models import JobKind; "
+            "assert set(registered) == set(JobKind.values), sorted(registered)")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_jobs_are_published_by_the_name_of_the_task_that_runs_them():
     assert job_run.name == jobs_module.JOB_RUN_TASK
 
