@@ -9,8 +9,9 @@ The agent answers questions over the demo tenant's product manual with a local s
 
 1. a first question: recall misses, the agent searches, the user accepts the answer, the agent
    records the trail (linked to the recall);
-2. a reworded question: recall serves the verified section text (prefetch), no search at all;
-   the agent says it helped (feedback);
+2. the same question from another user (other case and punctuation: the same once normalised):
+   recall serves the verified section text (prefetch), no search at all; the agent says it
+   helped (feedback). A reworded question would get a hint: see 3;
 3. a close but different question: recall gives a hint (the section ids, no text), which the
    agent reads first before searching.
 
@@ -38,7 +39,9 @@ DEMO_SECTION_IDS = [
 ]
 
 FIRST = "Where can I set upload and download limits?"
-REWORDED = "Where do I set upload and download limits?"  # a close rewording: served as text
+# The same question typed by another user: normalised (case, punctuation) it is the trail's own,
+# so it is served as text. A true rewording gets a hint under the shipped defaults.
+REWORDED = "where can i set upload and download limits"
 DIFFERENT = "Where can I remove upload and download limits?"  # close, but another need: only a hint
 
 STOPWORDS = frozenset("a an and are can do does for how i in is it my of on or the to what when where which with you "

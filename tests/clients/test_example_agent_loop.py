@@ -1,5 +1,5 @@
 """examples/agent_loop.py runs against the live service holding the demo manual: the first
-question misses and is recorded, the rewording is served, the different question is a hint."""
+question misses and is recorded, the same question asked again is served, the different question is a hint."""
 
 from __future__ import annotations
 
