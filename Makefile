@@ -42,6 +42,7 @@ bench: setup
 eval: setup
 	$(PY) manage.py evaluate $(EVAL_ARGS)
 	$(PY) -m research.match_calibration report $(MATCH_ARGS)
+	$(PY) -m research.calibration_replay $(REPLAY_ARGS)
 
 clean-data:
 	-$(PY) -m config.embedded_db stop
