@@ -198,7 +198,8 @@ def candidate_coverage(scored: Scored, *, of_trail: bool = False) -> float | Non
     return max(known) if len(known) == len(with_text) else None
 
 
-def _disjoint_citations(a: Scored, b: Scored) -> bool:
+def _cite_other_sections(a: Scored, b: Scored) -> bool:
+    """Neither cites all of the other's sections (then they are rivals, not the same path)."""
     ids_a = {c.section_id for c in a.candidate.cited}
     ids_b = {c.section_id for c in b.candidate.cited}
     return not (ids_a <= ids_b or ids_b <= ids_a)
@@ -250,7 +251,7 @@ def decide(
     same_question = best.candidate.query_normalised == query
     rival = None if same_question else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
-         and _disjoint_citations(best, s)), None)
+         and _cite_other_sections(best, s)), None)
     escalated = best.coverage is not None and best.coverage < policy.coverage_floor
     if best.ids_in(SectionState.CHANGED) or best.ids_in(SectionState.MISSING):
         reason = Reason.CHANGED
