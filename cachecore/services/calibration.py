@@ -17,11 +17,16 @@ from tenants.services import audit_record
 SYSTEM_ACTOR = "system:calibration"
 
 
+# The most recent labels are enough to place the operating point; more only costs the read.
+MAX_LABELS = 20_000
+
+
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
-    """(confidence, cited) of every labelled recall still in the log (served or shadow)."""
+    """(confidence, cited) of the most recent labelled recalls still in the log (served or
+    shadow), at most ``MAX_LABELS``."""
     rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False)
             .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))
-            .values_list("confidence", "offered_cited"))
+            .order_by("-created_at").values_list("confidence", "offered_cited")[:MAX_LABELS])
     return [(float(c), bool(cited)) for c, cited in rows]
 
 
