@@ -37,6 +37,7 @@ SETTINGS_FIELDS = (
     "shadow_mode", "shadow_scope_prefixes",
     "resolver_url", "resolver_secret", "resolver_timeout_ms",
 )
+SECRET_SETTINGS = frozenset({"resolver_secret"})
 
 
 def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_label: str, actor: Any = None) -> Tenant:
@@ -54,12 +55,17 @@ def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_lab
         tenant.refresh_from_db()
         raise
     after = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
-    diff = {f: {"old": before[f], "new": after[f]} for f in SETTINGS_FIELDS if before[f] != after[f]}
-    if diff:
+    changed = [f for f in SETTINGS_FIELDS if before[f] != after[f]]
+    # A secret is audited as changed, never with its values: the audit log is read by more people
+    # (and kept longer) than the settings themselves.
+    details: dict[str, Any] = {
+        f: "(changed)" if f in SECRET_SETTINGS else {"old": before[f], "new": after[f]} for f in changed
+    }
+    if changed:
         with transaction.atomic():
-            tenant.save(update_fields=list(diff))
+            tenant.save(update_fields=changed)
             audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SETTINGS_CHANGE,
-                         target=", ".join(diff), details=diff)
+                         target=", ".join(changed), details=details)
     return tenant
 
 
