@@ -363,9 +363,13 @@ class Verifier:
         closest = float(scored[which])
         non_answer = evidence.pattern is not None or closest >= self.non_answer_similarity
         if evidence.pattern is not None:
-            reasons.append(f"says the sources do not answer: {evidence.pattern!r}")
+            # Reasons are stored on the trail and shown: never a word of the answer (which is
+            # not stored), only which check failed, with scores and positions.
+            reasons.append("says the sources do not answer (a non-answer phrase)")
         elif non_answer:
-            reasons.append(f"reads like a non-answer ({closest:.2f}): {evidence.clauses[which]!r}")
+            reasons.append(
+                f"reads like a non-answer ({closest:.2f}, clause {which + 1} of {len(evidence.clauses)})"
+            )
 
         # Rule 2: support by the cited sections.
         supported = evidence.support >= self.support_floor
