@@ -6,8 +6,10 @@ and a second run finds nothing left to do."""
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import models, transaction
 from django.utils import timezone
@@ -57,6 +59,55 @@ def _update_in_batches(queryset: models.QuerySet, *, batch: int, **changes: obje
             updated += model.objects.filter(pk__in=ids).update(**changes)
 
 
+def _blank_strings(value: Any) -> Any:
+    """The same JSON shape with every string emptied (keys, numbers and booleans kept)."""
+    if isinstance(value, str):
+        return ""
+    if isinstance(value, list):
+        return [_blank_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _blank_strings(v) for k, v in value.items()}
+    return value
+
+
+# A reason quoting text, as verifier reasons did before they stopped quoting the answer:
+# "...: 'quoted'" or "...: \"quoted\"" at the end.
+_QUOTED = re.compile(r"""\s*:\s*(['"]).*$""", re.DOTALL)
+
+
+def redacted_steps(steps: Any) -> Any:
+    """Steps without the text of their arguments: tool names and returned ids stay."""
+    if not isinstance(steps, list):
+        return steps
+    return [{**step, "args": _blank_strings(step["args"])} if isinstance(step, dict) and "args" in step else step
+            for step in steps]
+
+
+def redacted_verdict(verdict: Any) -> Any:
+    """The verdict without quoted text in its reasons; scores and counts stay."""
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("reasons"), list):
+        return verdict
+    return {**verdict, "reasons": [_QUOTED.sub("", r) if isinstance(r, str) else r for r in verdict["reasons"]]}
+
+
+def _redact_trail_queries(queryset: models.QuerySet, *, batch: int, now: datetime) -> int:
+    """Query text goes, and with it the query's copies in the steps' arguments and any text
+    quoted in the verdict's reasons. The subject stays (README → Retention)."""
+    updated = 0
+    while True:
+        with transaction.atomic():
+            rows = list(queryset.select_for_update(skip_locked=True).only("pk", "steps", "verdict")[:batch])
+            if not rows:
+                return updated
+            for trail in rows:
+                trail.query = trail.query_normalised = ""
+                trail.query_redacted_at = now
+                trail.steps = redacted_steps(trail.steps)
+                trail.verdict = redacted_verdict(trail.verdict)
+            Trail.objects.bulk_update(rows, ["query", "query_normalised", "query_redacted_at", "steps", "verdict"])
+            updated += len(rows)
+
+
 def tenant_retention_sweep(*, tenant: Tenant, now: datetime | None = None, batch: int = BATCH) -> RetentionResult:
     """Apply one tenant's retention settings. Idempotent; safe to run concurrently. The
     recall log is rolled up into daily stats before any of it is deleted."""
@@ -76,9 +127,8 @@ def tenant_retention_sweep(*, tenant: Tenant, now: datetime | None = None, batch
         recall_events=_delete_in_batches(
             events.filter(created_at__lte=now - timedelta(days=tenant.recall_log_retention_days)), batch=batch),
         # The trail keeps matching by its embedding; only the text goes (query_normalised is text too).
-        redacted_trail_queries=_update_in_batches(
-            trails.filter(created_at__lte=query_cutoff, query_redacted_at__isnull=True), batch=batch,
-            query="", query_normalised="", query_redacted_at=now),
+        redacted_trail_queries=_redact_trail_queries(
+            trails.filter(created_at__lte=query_cutoff, query_redacted_at__isnull=True), batch=batch, now=now),
         redacted_recall_queries=_update_in_batches(
             events.filter(created_at__lte=query_cutoff).exclude(query=""), batch=batch, query=""),
     )

@@ -168,3 +168,33 @@ def test_two_sweeps_at_once_split_the_work_without_errors(make_tenant):
     assert errors == []
     assert sum(results) == 40
     assert not Trail.objects.filter(tenant=tenant).exists()
+
+
+def test_query_redaction_also_clears_the_query_from_step_arguments_and_verdict_quotes(make_tenant):
+    tenant = make_tenant(query_retention_days=30, trail_ttl_days=365)
+    query = "what is alice's account number 4471?"
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        trail = make_trail(tenant, query=query, subject="user-4471")
+        Trail.objects.filter(pk=trail.pk).update(
+            steps=[{"tool": "search", "args": {"q": query, "filters": {"owner": "alice 4471"}, "k": 5,
+                                               "terms": [query, "4471"]}, "returned": ["doc#1"]}],
+            verdict={"passed": False, "supported_ratio": 0.0,
+                     "reasons": ["says the sources do not answer: 'alice 4471 could not find'",
+                                 "reads like a non-answer (0.81): \"about 4471\"",
+                                 "1 of 1 sentences not supported by the cited sections (0% of the answer supported)"]})
+    with time_machine.travel(start + timedelta(days=31), tick=False):
+        assert tenant_retention_sweep(tenant=tenant).redacted_trail_queries == 1
+    with connection.cursor() as cur:
+        cur.execute("SELECT steps::text, verdict::text FROM cachecore_trail WHERE id = %s", [trail.pk])
+        steps_text, verdict_text = cur.fetchone()
+    assert "4471" not in steps_text and "alice" not in steps_text
+    assert "4471" not in verdict_text and "alice" not in verdict_text
+    trail.refresh_from_db()
+    assert trail.steps == [{"tool": "search", "args": {"q": "", "filters": {"owner": ""}, "k": 5, "terms": ["", ""]},
+                            "returned": ["doc#1"]}]
+    assert trail.verdict["reasons"] == [
+        "says the sources do not answer", "reads like a non-answer (0.81)",
+        "1 of 1 sentences not supported by the cited sections (0% of the answer supported)"]
+    assert trail.verdict["supported_ratio"] == 0.0
+    assert trail.subject == "user-4471"  # kept: erasure finds the subject's rows by it (README → Retention)
