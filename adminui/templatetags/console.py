@@ -18,6 +18,7 @@ LABELS = {
     "count": "trails changed",
     "recall_events": "recall log entries",
     "exports_before": "export files written before",
+    "exports_deleted": "export files deleted",
     "scope_prefixes": "scope prefixes",
     "format": "format",
 }

@@ -5,7 +5,7 @@ This package re-exports its submodules' services for those callers; it is the on
 imports them all. A submodule imports its siblings directly (``cachecore.services.jobs``),
 never this package: ``tests/test_import_graph.py`` fails on the cycle that would make."""
 
-from cachecore.services.erasure import subject_erase, subject_erase_request, subject_hash
+from cachecore.services.erasure import subject_erase, subject_erase_request
 from cachecore.services.exports import export_file, export_request
 from cachecore.services.feedback import feedback_apply
 from cachecore.services.jobs import job_create, job_execute, jobs_requeue
@@ -21,6 +21,7 @@ from cachecore.services.sections import (
     trails_invalidate_for_sections,
     trails_invalidate_schedule,
 )
+from cachecore.services.subjects import subject_hash
 from cachecore.services.trails import trail_delete, trail_record, trail_set_status, trails_purge
 
 __all__ = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.db import transaction
@@ -11,18 +10,14 @@ from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
     JobKind,
-    JobStatus,
     RecallEvent,
     Trail,
 )
+from cachecore.services.exports import exports_delete_for_subject
 from cachecore.services.jobs import job_create, register
+from cachecore.services.subjects import subject_hash
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
-
-
-def subject_hash(subject: str) -> str:
-    """What the audit log keeps instead of the subject."""
-    return hashlib.sha256(subject.encode("utf-8")).hexdigest()
 
 
 def _scrub_jobs(*, tenant: Tenant, subject: str, digest: str) -> None:
@@ -33,30 +28,24 @@ def _scrub_jobs(*, tenant: Tenant, subject: str, digest: str) -> None:
 
 
 def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> int:
-    """Erase every trail recorded with ``subject`` (their citations go with them) and every
-    logged recall carrying it; the audit entry keeps the subject's hash, never the subject,
-    and lists the export files made before that may still hold it. Returns the number of
-    trails and recall entries deleted."""
+    """Erase every trail recorded with ``subject`` (their citations go with them), every
+    logged recall carrying it, and the export files made before that could hold it; the audit
+    entry keeps the subject's hash, never the subject, and lists those export files. Returns
+    the number of trails and recall entries deleted."""
     digest = subject_hash(subject)
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
         _, event_counts = RecallEvent.objects.filter(tenant=tenant, subject=subject).delete()
         deleted = trail_counts.get(Trail._meta.label, 0) + event_counts.get(RecallEvent._meta.label, 0)
         _scrub_jobs(tenant=tenant, subject=subject, digest=digest)
-        exports_before = [
-            {"export_id": str(pk), "created_at": created.isoformat()}
-            for pk, created in Job.objects.filter(
-                tenant=tenant, kind=JobKind.EXPORT, file_deleted_at__isnull=True,
-                status__in=[JobStatus.DONE, JobStatus.RUNNING],
-            ).values_list("pk", "created_at")
-        ]
+        # Files written before the erasure that could hold the subject go with its rows.
+        exports_deleted = exports_delete_for_subject(tenant=tenant, subject=subject)
         audit_record(
             tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SUBJECT_ERASE,
             target=f"subject sha256:{digest[:16]}",
             details={"subject_sha256": digest, "trails": trail_counts.get(Trail._meta.label, 0),
                      "recall_events": event_counts.get(RecallEvent._meta.label, 0),
-                     # Files written before the erasure may hold the subject until they expire.
-                     "exports_before": exports_before},
+                     "exports_deleted": exports_deleted},
         )
     return deleted
 

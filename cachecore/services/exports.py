@@ -22,8 +22,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
-from cachecore.services.erasure import subject_hash
 from cachecore.services.jobs import job_create, job_progress, register
+from cachecore.services.subjects import subject_hash
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -186,6 +186,10 @@ def export_job_run(job: Job) -> dict[str, Any]:
             done += len(batch)
             job_progress(job=job, done=done, total=max(total, done))
     os.replace(partial, path)
+    # An erasure while this export ran may have marked its file deleted (it could hold the
+    # erased subject): then the file goes as soon as it is written.
+    if Job.objects.filter(pk=job.pk, file_deleted_at__isnull=False).exists():
+        path.unlink(missing_ok=True)
     job.progress_total = done
     job.file_expires_at = timezone.now() + timedelta(days=settings.TRAILCACHE_EXPORT_RETENTION_DAYS)
     return {"rows": done, "bytes": path.stat().st_size}
@@ -233,3 +237,29 @@ def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
                 job.file_deleted_at = now
             Job.objects.bulk_update(jobs, ["file_deleted_at"])
             deleted += len(jobs)
+
+
+def exports_delete_for_subject(*, tenant: Tenant, subject: str, now: datetime | None = None) -> list[str]:
+    """Delete the tenant's export files that could hold ``subject``: every export written (or
+    being written) before now whose filter does not exclude it (no subject filter, or that
+    subject). Call inside the erasure's transaction. Returns the export ids."""
+    now = now or timezone.now()
+    digest = subject_hash(subject)
+
+    def could_hold(params: dict[str, Any]) -> bool:
+        if params.get("subject"):
+            return params["subject"] == subject
+        if params.get("subject_sha256"):  # filtered on a subject erased before
+            return params["subject_sha256"] == digest
+        return True
+
+    jobs = [job for job in Job.objects.select_for_update().filter(
+        tenant=tenant, kind=JobKind.EXPORT, file_deleted_at__isnull=True,
+        status__in=[JobStatus.DONE, JobStatus.RUNNING], created_at__lte=now,
+    ) if could_hold(job.params or {})]
+    for job in jobs:
+        if job.file_name:
+            export_path(job).unlink(missing_ok=True)
+        job.file_deleted_at = now
+    Job.objects.bulk_update(jobs, ["file_deleted_at"])
+    return [str(job.pk) for job in jobs]

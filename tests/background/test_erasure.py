@@ -53,8 +53,8 @@ def test_erasure_job_leaves_nothing_of_the_subject(make_tenant, run_jobs):
     entry = AuditEntry.objects.get(tenant=tenant, action=AuditAction.SUBJECT_ERASE)
     assert entry.details["subject_sha256"] == subject_hash(SUBJECT)
     assert entry.actor_label == "operator:c@x"
-    # The export written before the erasure may hold the subject until it expires: listed.
-    assert [e["export_id"] for e in entry.details["exports_before"]] == [str(done_export.pk)]
+    # The export written before the erasure held the subject: its file is deleted, and listed.
+    assert entry.details["exports_deleted"] == [str(done_export.pk)]
 
 
 def test_erasure_api_and_job_have_the_same_effect(make_caller, run_jobs):
@@ -97,3 +97,28 @@ def test_erasure_deletes_the_subjects_trails_in_every_status(make_caller, run_jo
     assert Job.objects.get(tenant=console.tenant).result == {"deleted": 1}
     for caller in (api, console):
         assert list(Trail.objects.filter(tenant=caller.tenant).values_list("subject", "status")) == [("bob", status)]
+
+
+def test_erasure_deletes_the_export_files_that_could_hold_the_subject(make_caller, run_jobs):
+    from cachecore.services.exports import export_path
+
+    caller = make_caller()
+    tenant = caller.tenant
+    make_trail(tenant, query="alice's secret question", subject=SUBJECT)
+    make_trail(tenant, query="bob's question", subject="bob")
+    everyone = caller.post("/api/v1/exports", {"format": "csv"}).json()["export_id"]
+    hers = caller.post("/api/v1/exports", {"format": "csv", "subject": SUBJECT}).json()["export_id"]
+    bobs = caller.post("/api/v1/exports", {"format": "csv", "subject": "bob"}).json()["export_id"]
+    run_jobs()
+    jobs = {pk: Job.objects.get(pk=pk) for pk in (everyone, hers, bobs)}
+    assert SUBJECT in export_path(jobs[everyone]).read_text() and SUBJECT in export_path(jobs[hers]).read_text()
+
+    assert caller.delete(f"/api/v1/subjects/{SUBJECT}").status_code == 200
+    for pk in (everyone, hers):
+        job = Job.objects.get(pk=pk)
+        assert job.file_deleted_at is not None and not export_path(job).exists()
+        assert caller.get(f"/api/v1/exports/{pk}/download").status_code == 410
+    assert export_path(jobs[bobs]).exists()  # filtered on another subject: it cannot hold hers
+    assert caller.get(f"/api/v1/exports/{bobs}/download").status_code == 200
+    entry = AuditEntry.objects.get(tenant=tenant, action=AuditAction.SUBJECT_ERASE)
+    assert sorted(entry.details["exports_deleted"]) == sorted([everyone, hers])
