@@ -250,7 +250,15 @@ TRAILCACHE_METRICS_TENANTS = env_list("TRAILCACHE_METRICS_TENANTS", [])
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # The subject of DELETE /api/v1/subjects/{subject} never reaches a log (config/logredact.py):
+    # on the loggers that print request paths (so every handler they reach sees it redacted),
+    # and on the handler for whatever else propagates here.
+    "filters": {"subject_paths": {"()": "config.logredact.SubjectPathFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["subject_paths"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "django.request": {"filters": ["subject_paths"]},
+        "django.server": {"filters": ["subject_paths"]},
+    },
 }

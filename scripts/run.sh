@@ -60,7 +60,7 @@ fi
 $PY manage.py seed_demo --port "$PORT"
 
 .venv/bin/gunicorn config.wsgi:application --bind "127.0.0.1:${PORT}" --workers "${WEB_WORKERS:-2}" \
-  --access-logfile - --graceful-timeout 5 &
+  --access-logfile - --logger-class config.logredact.AccessLogger --graceful-timeout 5 &
 pids+=($!)
 .venv/bin/celery -A config worker --loglevel INFO --concurrency "${CELERY_CONCURRENCY:-2}" \
   --without-gossip --without-mingle &
