@@ -231,6 +231,10 @@ class AuditAction(models.TextChoices):
     CALIBRATION_APPLY = "calibration.apply", "Calibration applied"
     LOGIN = "login", "Operator logged in"
     LOGIN_LOCKED = "login.locked", "Login locked after failed attempts"
+    TRAIL_DELETE = "trail.delete", "Trail deleted"
+    SECTION_DELETE = "section.delete", "Section deleted"
+    EXPORT_DOWNLOAD = "export.download", "Export downloaded"
+    FEEDBACK_QUARANTINE = "feedback.quarantine", "Trail quarantined by feedback"
 
 
 class AuditEntry(models.Model):

@@ -85,7 +85,7 @@ class SectionDetailView(TenantAPIView):
 
     @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
     def delete(self, request: Request, section_id: str) -> Response:
-        services.section_delete(tenant=self.tenant, section_id=section_id)
+        services.section_delete(tenant=self.tenant, section_id=section_id, actor_label=f"apikey:tc_{self.key.prefix}")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -132,7 +132,7 @@ class TrailDetailView(TenantAPIView):
     @extend_schema(responses={204: None}, summary="Delete a trail")
     def delete(self, request: Request, trail_id: str) -> Response:
         self.trail_visible(selectors.trail_get(tenant=self.tenant, trail_id=trail_id))
-        services.trail_delete(tenant=self.tenant, trail_id=trail_id)
+        services.trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=f"apikey:tc_{self.key.prefix}")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -24,7 +25,8 @@ from cachecore.models import (
     TrailStatus,
 )
 from cachecore.services.jobs import job_create, job_progress, register
-from tenants.models import Tenant
+from tenants.models import AuditAction, Tenant
+from tenants.services import audit_record
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,9 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], inval
     )
 
 
-def section_delete(*, tenant: Tenant, section_id: str) -> int:
-    """Delete a section; trails citing it see it as changed. Returns invalidated trails."""
+def section_delete(*, tenant: Tenant, section_id: str, actor_label: str = "system", actor: Any = None) -> int:
+    """Delete a section; trails citing it see it as changed. Returns invalidated trails.
+    Audited in the same transaction."""
     with transaction.atomic():
         section = Section.objects.select_for_update().filter(tenant=tenant, external_id=section_id).first()
         if section is None:
@@ -109,7 +112,10 @@ def section_delete(*, tenant: Tenant, section_id: str) -> int:
         delta = Counter({SECTION_COUNT_TERM: 1, **dict.fromkeys(section.terms, 1)})
         section.delete()
         term_frequencies_apply(tenant=tenant, delta=Counter({t: -n for t, n in delta.items()}))
-        return trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+        invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SECTION_DELETE,
+                     target=section_id, details={"trails_invalidated": invalidated})
+        return invalidated
 
 
 def term_frequencies_apply(*, tenant: Tenant, delta: Counter[str]) -> None:

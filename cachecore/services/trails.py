@@ -139,9 +139,14 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
             Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=moved)
 
 
-def trail_delete(*, tenant: Tenant, trail_id: object) -> None:
-    trail = selectors.trail_get(tenant=tenant, trail_id=trail_id)
-    trail.delete()
+def trail_delete(*, tenant: Tenant, trail_id: object, actor_label: str = "system", actor: Any = None) -> None:
+    """Delete one trail (its citations go with it); audited in the same transaction."""
+    with transaction.atomic():
+        trail = selectors.trail_get(tenant=tenant, trail_id=trail_id)
+        trail_pk = str(trail.pk)
+        trail.delete()
+        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_DELETE,
+                     target=_trail_target([trail_pk]), details={"trail_ids": [trail_pk]})
 
 
 def trail_set_status(
