@@ -91,7 +91,7 @@ def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
     job = _job(request, job_id, JobKind.EXPORT)
     try:
-        export = services.export_file(job=job)
+        export = services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
     except DomainError as exc:
         raise Http404(exc.message) from exc
     response = FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,

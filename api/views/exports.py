@@ -128,6 +128,6 @@ class ExportDownloadView(TenantAPIView):
     def get(self, request: Request, export_id: str) -> FileResponse:
         self.require_unrestricted_key("exporting")
         job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
-        export = services.export_file(job=job)
+        export = services.export_download(job=job, actor_label=f"apikey:tc_{self.key.prefix}")
         return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)

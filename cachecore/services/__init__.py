@@ -6,7 +6,7 @@ imports them all. A submodule imports its siblings directly (``cachecore.service
 never this package: ``tests/test_import_graph.py`` fails on the cycle that would make."""
 
 from cachecore.services.erasure import subject_erase, subject_erase_request
-from cachecore.services.exports import export_file, export_request
+from cachecore.services.exports import export_download, export_file, export_request
 from cachecore.services.feedback import feedback_apply
 from cachecore.services.jobs import job_create, job_execute, jobs_requeue
 from cachecore.services.recall import RecallResult, recall
@@ -27,6 +27,7 @@ from cachecore.services.trails import trail_delete, trail_record, trail_set_stat
 __all__ = [
     "RecallResult",
     "UpsertResult",
+    "export_download",
     "export_file",
     "export_request",
     "feedback_apply",

@@ -220,6 +220,16 @@ def export_file(*, job: Job) -> ExportFile:
                       content_type)
 
 
+def export_download(*, job: Job, actor_label: str, actor: Any = None) -> ExportFile:
+    """``export_file`` for a download: the hand-out is audited (``export.download``)."""
+    export = export_file(job=job)
+    with transaction.atomic():
+        audit_record(tenant=job.tenant, actor=actor, actor_label=actor_label, action=AuditAction.EXPORT_DOWNLOAD,
+                     target=f"export {job.pk}", details={"export_id": str(job.pk),
+                                                         "format": job.params.get("format", "csv")})
+    return export
+
+
 def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
     """Delete export files past their expiry (idempotent). Returns files deleted."""
     now = now or timezone.now()

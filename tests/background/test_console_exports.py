@@ -104,3 +104,20 @@ def test_subject_erasure_is_compliance_only(people):
                                   {"subject": "x", "confirm": "on"}).status_code == 403
     assert people["outsider"].get("/console/subjects/erase/?tenant=acme").status_code == 404
     assert not Job.objects.exists()
+
+
+def test_downloads_are_audited_from_the_console_and_the_api(people, run_jobs):
+    from tenants.services import api_key_create
+    from tests.conftest import ApiCaller
+
+    tenant, client = people["tenant"], people["compliance"]
+    make_trail(tenant, query="hello")
+    client.post("/console/exports/?tenant=acme", {"format": "csv"})
+    run_jobs()
+    job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
+    assert client.get(f"/console/exports/{job.pk}/download/?tenant=acme").status_code == 200
+    _, raw = api_key_create(tenant=tenant, name="exporter")
+    assert ApiCaller(tenant, raw).get(f"/api/v1/exports/{job.pk}/download").status_code == 200
+    entries = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT_DOWNLOAD).order_by("created_at", "id")
+    assert [e.actor_label for e in entries] == ["operator:c@acme.test", f"apikey:{raw[:11]}"]
+    assert all(e.details["export_id"] == str(job.pk) for e in entries)
