@@ -163,7 +163,8 @@ class FeedbackView(TenantAPIView):
         event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
         if not self.key.allows_scope(event.scope):  # like a trail outside the key's scopes: not there
             raise NotFound("recall not found")
-        services.feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"])
+        services.feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"],
+                                actor_label=f"apikey:tc_{self.key.prefix}")
         return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -17,10 +18,13 @@ from cachecore.models import (
     TrailStatus,
 )
 from cachecore.services.trails import trail_boundary_learn
-from tenants.models import Tenant
+from tenants.models import AuditAction, Tenant
+from tenants.services import audit_record
 
 
-def feedback_apply(*, tenant: Tenant, recall_id: object, accepted: bool) -> RecallEvent:
+def feedback_apply(
+    *, tenant: Tenant, recall_id: object, accepted: bool, actor_label: str = "system", actor: Any = None
+) -> RecallEvent:
     """Feedback on a recall. Negative: the trail it served is quarantined (kept for review),
     and a pending trail recorded after it too. Positive: the served trail is reinforced and a
     pending trail recorded after it becomes active."""
@@ -46,10 +50,15 @@ def feedback_apply(*, tenant: Tenant, recall_id: object, accepted: bool) -> Reca
             )
         else:
             served.update(negative_feedback=F("negative_feedback") + 1)
-            served.exclude(status=TrailStatus.QUARANTINED).update(
-                status=TrailStatus.QUARANTINED, status_changed_at=now
-            )
+            to_quarantine = served.exclude(status=TrailStatus.QUARANTINED)
+            quarantined = [str(pk) for pk in [*to_quarantine.values_list("pk", flat=True),
+                                              *recorded.values_list("pk", flat=True)]]
+            to_quarantine.update(status=TrailStatus.QUARANTINED, status_changed_at=now)
             recorded.update(status=TrailStatus.QUARANTINED, status_changed_at=now)
+            if quarantined:
+                audit_record(tenant=tenant, actor=actor, actor_label=actor_label,
+                             action=AuditAction.FEEDBACK_QUARANTINE, target=f"recall {event.pk}",
+                             details={"trail_ids": quarantined, "recall_id": str(event.pk)})
     return event
 
 
