@@ -122,3 +122,21 @@ def caller(make_caller: Callable[..., ApiCaller]) -> ApiCaller:
 def outsider(make_caller: Callable[..., ApiCaller]) -> ApiCaller:
     """Another tenant's key: must never see the first tenant's data."""
     return make_caller()
+
+
+@pytest.fixture
+def own_redis() -> Any:
+    """A started redis-server of this test's own (``tests/redis_server.py``)."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_broker(own_redis: Any, settings: Any) -> Any:
+    """``own_redis`` as the broker (what the breaker and the rate limits talk to)."""
+    settings.CELERY_BROKER_URL = own_redis.url
+    return own_redis

@@ -6,7 +6,6 @@ about the target. Literal internal hosts are refused when the URL is saved."""
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -290,33 +289,13 @@ def test_public_https_urls_are_accepted_when_saved(make_tenant, settings):
     tenant.full_clean()
 
 
-@pytest.fixture
-def own_redis(settings):
-    """A redis-server of this test's own on a spare port (the shared one is never touched)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{port}/0"
-    yield port
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 def _two_processes_breakers():
     """Two breakers as two processes hold them: nothing shared in memory."""
     return (resolver.SharedBreaker("resolver", failures_to_open=3, open_seconds=30),
             resolver.SharedBreaker("resolver", failures_to_open=3, open_seconds=30))
 
 
-def test_the_breaker_is_shared_by_every_process_through_redis(own_redis):
+def test_the_breaker_is_shared_by_every_process_through_redis(own_broker):
     first, second = _two_processes_breakers()
     first.reset()
     first.failure("tenant-x")

@@ -3,9 +3,6 @@ root in a temp folder, and a helper that runs queued jobs by calling the task bo
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,12 +11,7 @@ import pytest
 from cachecore.models import Job, JobStatus
 from cachecore.tasks import job_run
 from config.celery import app as celery_app
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.redis_server import RedisServer, free_port  # noqa: F401 - re-exported for the tests
 
 
 def use_broker(url: str) -> None:
@@ -58,35 +50,6 @@ def run_jobs() -> Callable[[], int]:
         return ran
 
     return run
-
-
-class RedisServer:
-    """A throw-away redis-server on a spare port, started and stopped by the test."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-            self.proc = None
 
 
 @pytest.fixture

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
 import redis
 from celery import Celery
 
@@ -47,24 +44,6 @@ def test_each_database_is_its_own_namespace_and_every_process_of_one_agrees():
     assert named["queue"] == "shop-prod" and named["prefix"] == "shop-prod:"
 
 
-@pytest.fixture
-def own_redis():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 def _app(url: str, namespace: dict[str, str]) -> Celery:
     """A Celery app configured as config/settings.py configures an installation."""
     app = Celery(namespace["instance"], set_as_current=False)
@@ -77,12 +56,12 @@ def _app(url: str, namespace: dict[str, str]) -> Celery:
 def test_one_installations_worker_never_receives_the_others_tasks(own_redis):
     shop_a = _namespace(DATABASE_URL="postgresql://u@127.0.0.1:54329/shop_a")
     shop_b = _namespace(DATABASE_URL="postgresql://u@127.0.0.1:54330/shop_b")
-    app_a, app_b = _app(own_redis, shop_a), _app(own_redis, shop_b)
+    app_a, app_b = _app(own_redis.url, shop_a), _app(own_redis.url, shop_b)
     app_a.send_task("cachecore.tasks.jobs_requeue", args=[])
     with app_b.connection_for_read() as conn:
         assert conn.default_channel.basic_get(shop_b["queue"]) is None  # B's queue: nothing of A's
     with app_a.connection_for_read() as conn:
         message = conn.default_channel.basic_get(shop_a["queue"])
         assert message is not None and message.headers["task"] == "cachecore.tasks.jobs_requeue"
-    keys = {k.decode() for k in redis.Redis.from_url(own_redis).keys("*")}
+    keys = {k.decode() for k in redis.Redis.from_url(own_redis.url).keys("*")}
     assert keys and all(k.startswith(shop_a["prefix"]) for k in keys), keys

@@ -4,8 +4,6 @@ through Redis), and a cap on the exports a tenant has queued or running."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import time
 
 import pytest
 
@@ -70,26 +68,7 @@ def test_a_bad_key_is_401_not_counted(limits, client, db):
         assert client.get("/api/v1/stats", HTTP_AUTHORIZATION="Bearer tc_abc_nope").status_code == 401
 
 
-@pytest.fixture
-def own_redis(settings):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{port}/0"
-    yield port
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-def test_counts_are_shared_by_every_process_through_redis(own_redis, frozen_clock):
+def test_counts_are_shared_by_every_process_through_redis(own_broker, frozen_clock):
     web_1, web_2 = ratelimit._Counters(), ratelimit._Counters()  # two processes' counters
     assert web_1.hit("api-key", "k1", limit=2, period=60).allowed
     assert web_2.hit("api-key", "k1", limit=2, period=60).allowed
