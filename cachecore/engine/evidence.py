@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from cachecore.engine.pairfeatures import content_words, identifiers, numbers, trigram_similarity
+from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_similarity
 from cachecore.engine.polarity import negation_count, polarity_conflict
 
 # A section contributes at most this many distinct terms to the tenant's document frequencies.
@@ -141,13 +141,6 @@ def match_features(
         1.0 if trail.query_normalised and polarity_conflict(query, trail.query_normalised) else 0.0,
         1.0 if trail.query_normalised and negation_count(query) % 2 != negation_count(trail.query_normalised) % 2
         else 0.0,
-        _differ(numbers(query), numbers(trail.query_normalised)),
-        _differ(identifiers(query), identifiers(trail.query_normalised)),
+        sets_differ(numbers(query), numbers(trail.query_normalised)),
+        sets_differ(identifiers(query), identifiers(trail.query_normalised)),
     ]
-
-
-def _differ(x: set[str], y: set[str]) -> float:
-    """1 when both mention some and the sets differ, 0.5 when only one mentions any, else 0."""
-    if x and y:
-        return 0.0 if x == y else 1.0
-    return 0.5 if (x or y) else 0.0

@@ -106,7 +106,7 @@ def identifiers(text: str) -> set[str]:
     return found
 
 
-def _differ(x: set[str], y: set[str]) -> float:
+def sets_differ(x: set[str], y: set[str]) -> float:
     """1 when both mention some and the sets differ, 0.5 when only one mentions any, else 0."""
     if x and y:
         return 0.0 if x == y else 1.0
@@ -128,13 +128,13 @@ def pair_features(a: str, b: str, cosine: float) -> list[float]:
         1.0 - math.exp(-(union - shared) / 4.0),
         1.0 if negation_count(a) % 2 != negation_count(b) % 2 else 0.0,
         1.0 if polarity_conflict(a, b) is not None else 0.0,
-        _differ(numbers(a), numbers(b)),
-        _differ(identifiers(a), identifiers(b)),
+        sets_differ(numbers(a), numbers(b)),
+        sets_differ(identifiers(a), identifiers(b)),
         min(la, lb) / max(la, lb) if la and lb else 0.0,
     ]
 
 
-def _sigmoid(z: float) -> float:
+def sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
@@ -175,7 +175,7 @@ class PairScorer:
             return cls.from_dict(json.load(fh))
 
     def score_features(self, features: list[float]) -> float:
-        return _sigmoid(self.bias + sum(w * x for w, x in zip(self.weights, features)))
+        return sigmoid(self.bias + sum(w * x for w, x in zip(self.weights, features)))
 
     def score(self, query_a: str, query_b: str, cosine: float) -> float:
         """P(same need) of two normalised questions whose embeddings have this cosine."""

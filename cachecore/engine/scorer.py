@@ -9,22 +9,15 @@ only; the file records the data it was fitted on and the held-out figures.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from cachecore.engine.evidence import FEATURES
+from cachecore.engine.pairfeatures import sigmoid
 
 SCORER_PATH = Path(__file__).resolve().parent / "match_scorer.json"
-
-
-def _sigmoid(z: float) -> float:
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
 
 
 @dataclass(frozen=True)
@@ -66,7 +59,7 @@ class MatchScorer:
 
     def score(self, features: Sequence[float]) -> float:
         z = self.bias + sum(w * (x - m) / s for w, x, m, s in zip(self.weights, features, self.means, self.scales))
-        return _sigmoid(z)
+        return sigmoid(z)
 
 
 @lru_cache(maxsize=1)
