@@ -10,6 +10,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from api.middleware import DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE_DETAIL, is_database_unavailable
 from cachecore.errors import DomainError
 
 
@@ -32,6 +33,11 @@ def _summary(fields: dict[str, Any]) -> str:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if is_database_unavailable(exc):
+        # The database is down or restarting (api.middleware answers the same outside DRF).
+        return Response({"error": "database_unavailable", "detail": DATABASE_UNAVAILABLE_DETAIL, "fields": {}},
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
     if isinstance(exc, DomainError):
         body = {"error": exc.code, "detail": exc.message, "fields": exc.fields, **exc.extra}
         return Response(body, status=exc.status_code)

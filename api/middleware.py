@@ -1,15 +1,22 @@
 """Refuse API bodies over the limit with 413 before anything reads them; refuse path and query
-values that cannot be stored (NUL, lone surrogates, too long) with 400 before any view runs."""
+values that cannot be stored (NUL, lone surrogates, too long) with 400 before any view runs;
+answer 503 with Retry-After, never a 500 page, while the database is unreachable."""
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS, InputRefused, check_value, string_problem
 from cachecore.engine.limits import MAX_BODY_BYTES
+
+log = logging.getLogger(__name__)
 
 
 class ApiBodyLimitMiddleware:
@@ -81,3 +88,60 @@ def _page_input_refused(request: HttpRequest, kwargs: dict[str, Any]) -> HttpRes
         if problem:
             return HttpResponseBadRequest(f"Bad request: a query or path value {problem}.", content_type="text/plain")
     return None
+
+
+# While PostgreSQL is unreachable (restarting, failing over, refusing connections) every request
+# answers 503 with Retry-After: the API, /healthz and anything else outside the console in the error
+# shape, the console with a short plain page. The next request connects again (CONN_HEALTH_CHECKS).
+DATABASE_RETRY_AFTER_SECONDS = 5
+DATABASE_UNAVAILABLE_DETAIL = "the database is unavailable; retry after a few seconds"
+_DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError, psycopg.OperationalError,
+                                                      psycopg.InterfaceError)
+
+
+def is_database_unavailable(exc: BaseException | None) -> bool:
+    """A connection that could not be opened or broke mid-request (Django's or psycopg's
+    ``OperationalError``/``InterfaceError``): a transient fault of the database, not of the request."""
+    return isinstance(exc, _DATABASE_ERRORS)
+
+
+def database_unavailable_response(request: HttpRequest) -> HttpResponse:
+    """The 503 for a request that met the database down."""
+    if request.path.startswith("/console/"):
+        response: HttpResponse = HttpResponse(
+            "Service unavailable: the database cannot be reached. Try again in a few seconds.\n",
+            status=503, content_type="text/plain; charset=utf-8")
+    else:
+        response = JsonResponse({"error": "database_unavailable", "detail": DATABASE_UNAVAILABLE_DETAIL,
+                                 "fields": {}}, status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Outermost: a database fault in a view becomes the 503 above (``process_exception``); one
+    raised by another middleware (Django has already turned it into a 500 by then) is recognised
+    through ``got_request_exception`` (``mark_database_fault``) and replaced on the way out."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code == 500 and getattr(request, "_database_fault", False):
+            return database_unavailable_response(request)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if is_database_unavailable(exception):
+            log.warning("database unavailable on %s %s: %s", request.method, request.path,
+                        str(exception).strip().splitlines()[0] if str(exception).strip() else type(exception).__name__)
+            return database_unavailable_response(request)
+        return None
+
+
+def mark_database_fault(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    """``got_request_exception`` receiver (connected in ``ApiConfig.ready``): Django sends it
+    while handling the exception, so ``sys.exc_info()`` is that exception."""
+    if request is not None and is_database_unavailable(sys.exc_info()[1]):
+        request._database_fault = True  # type: ignore[attr-defined]

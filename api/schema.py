@@ -29,6 +29,7 @@ _ALWAYS = {
     "404": "Nothing of this tenant (and within the key's scopes) at this address.",
     "405": "Method not allowed on this route.",
     "429": "Too many requests: wait Retry-After seconds.",
+    "503": "The database is unavailable (restarting, say): retry after Retry-After seconds.",
 }
 _WITH_BODY = {
     "413": "Body over 1 MiB.",
@@ -103,6 +104,6 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                 errors.update(_WITH_BODY)
             errors.update(_SPECIAL.get((path, method), {}))
             for code, description in errors.items():
-                responses.setdefault(code, _error_response(description, retry_after=code == "429"))
+                responses.setdefault(code, _error_response(description, retry_after=code in {"429", "503"}))
     _add_links(result)
     return result
