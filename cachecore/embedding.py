@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,8 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 # Stored with every vector (trails, chunks): recall never compares vectors of two models, and a
 # model change re-embeds what was stored under another (services/reembed.py).
 SHIPPED_MODEL_VERSION = f"all-minilm-l6-v2-int8@{MODEL_SHA256[:12]}"
+# Query vectors kept per process (384 float32 each, ~1.6 kB): repeated questions skip the model.
+DEFAULT_CACHE_SIZE = 4096
 
 
 def model_version(model_path: Path, sha256: str) -> str:
@@ -64,6 +67,8 @@ class Embedder:
         *,
         expected_sha256: str | None = MODEL_SHA256,
         threads: int = 1,
+        spinning: bool = False,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -83,6 +88,8 @@ class Embedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Spinning intra-op threads burn the core a web worker next to them needs (research/embedding_throughput.py).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self._input_names = {i.name for i in self._session.get_inputs()}
         output_shape = self._session.get_outputs()[0].shape
@@ -98,6 +105,14 @@ class Embedder:
         counter.no_padding()
         self._counter = counter
         self.model_path = model_path
+        self.threads = threads
+        self.spinning = spinning
+        self.cache_size = max(0, cache_size)
+        # (model version, text) -> read-only vector; least recently used first.
+        self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self.cache_hits = 0
+        self.cache_misses = 0
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """Vectors for ``texts``, shape (len(texts), 384), each of unit length."""
@@ -114,8 +129,31 @@ class Embedder:
             result[idx] = vectors
         return result
 
-    def embed_one(self, text: str) -> np.ndarray:
-        return self._embed_batch([text])[0]
+    def embed_one(self, text: str, *, cache: bool = True) -> np.ndarray:
+        """One vector (read-only). Callers pass the normalised query: recent ones come from a
+        bounded per-process LRU keyed by (model version, text), so a hit is the same vector."""
+        if not cache or not self.cache_size:
+            return self._embed_batch([text])[0]
+        key = (self.version, text)
+        with self._cache_lock:
+            vector = self._cache.get(key)
+            if vector is not None:
+                self._cache.move_to_end(key)
+                self.cache_hits += 1
+                return vector
+        vector = self._embed_batch([text])[0]
+        vector.setflags(write=False)
+        with self._cache_lock:
+            self.cache_misses += 1
+            self._cache[key] = vector
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+    def cache_clear(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
 
     def count_tokens(self, text: str) -> int:
         """Tokens as this model's WordPiece tokenizer counts them (no special tokens)."""
@@ -155,5 +193,7 @@ def get_embedder() -> Embedder:
                     Path(custom) if custom else None,
                     expected_sha256=None if custom else MODEL_SHA256,
                     threads=settings.TRAILCACHE_EMBEDDING_THREADS,
+                    spinning=settings.TRAILCACHE_EMBEDDING_SPINNING,
+                    cache_size=settings.TRAILCACHE_EMBEDDING_CACHE_SIZE,
                 )
     return _embedder

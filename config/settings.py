@@ -196,6 +196,11 @@ SPECTACULAR_SETTINGS = {
 # Embedding model: a sentence-transformers ONNX export (384 dimensions).
 TRAILCACHE_EMBEDDING_MODEL = env_str("TRAILCACHE_EMBEDDING_MODEL", "")
 TRAILCACHE_EMBEDDING_THREADS = env_int("TRAILCACHE_EMBEDDING_THREADS", 1, minimum=1)
+# Let onnxruntime's intra-op threads spin between runs (off: they would take the core of the
+# process next to them; measured in research/embedding_throughput.py).
+TRAILCACHE_EMBEDDING_SPINNING = env_bool("TRAILCACHE_EMBEDDING_SPINNING", False)
+# Recent query vectors kept per process, keyed by (model version, normalised query); 0 turns it off.
+TRAILCACHE_EMBEDDING_CACHE_SIZE = env_int("TRAILCACHE_EMBEDDING_CACHE_SIZE", 4096, minimum=0)
 # Scopes with fewer active trails than this are searched exactly; larger ones through HNSW.
 TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS", 5000, minimum=0)
 # Sections whose upsert needs more chunk embeddings than this are embedded in a background task.

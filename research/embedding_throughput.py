@@ -1,0 +1,165 @@
+"""Where a query embedding's time goes, and what the thread settings and the query cache buy.
+
+    .venv/bin/python -m research.embedding_throughput [--seconds 1.5] [--out reports/embedding.json]
+
+For each onnxruntime setting (intra-op threads 1 or 2, thread spinning on or off) and each
+background load (0, 1 or 2 other processes each keeping a core busy, standing in for web
+workers), it times ``embed_one`` on short queries (p50/p99) and batched throughput
+(sentences/s, batches of 32). It also splits one query into tokenizer / model / pooling, shows
+what padding costs (a batch of mixed lengths, sorted by length or not), and what a cache hit
+costs. Prints a table; writes JSON when ``--out`` is given. Runs without Django or a database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cachecore.embedding import Embedder
+from cachecore.engine.text import normalise_query
+
+WORDS = ["proxy", "cache", "timeout", "retry", "certificate", "install", "upgrade", "logging", "quota", "backup"]
+
+
+def _queries(n: int) -> list[str]:
+    return [normalise_query(f"How do I configure the {WORDS[i % 10]} option of service {i} on Linux?")
+            for i in range(n)]
+
+
+def _busy(stop) -> None:  # pragma: no cover - runs in a child process
+    x = 0
+    while not stop.is_set():
+        for _ in range(10_000):
+            x += 1
+
+
+def _pct(samples: list[float], q: float) -> float:
+    return round(float(np.percentile(np.asarray(samples), q)), 3)
+
+
+def time_one(emb: Embedder, queries: list[str], seconds: float) -> dict:
+    for q in queries[:10]:
+        emb.embed_one(q, cache=False)
+    samples: list[float] = []
+    deadline = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        emb.embed_one(queries[i % len(queries)], cache=False)
+        samples.append((time.perf_counter() - t0) * 1000)
+        i += 1
+    return {"n": len(samples), "p50_ms": _pct(samples, 50), "p99_ms": _pct(samples, 99)}
+
+
+def time_batches(emb: Embedder, queries: list[str], seconds: float) -> float:
+    done = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        emb.embed(queries[:128], batch_size=32)
+        done += 128
+    return round(done / (time.perf_counter() - t0), 1)
+
+
+def breakdown(emb: Embedder, queries: list[str]) -> dict:
+    """One query's time split into tokenizer, model run and pooling (medians, ms)."""
+    tok, run, pool = [], [], []
+    for q in queries * 3:
+        t0 = time.perf_counter()
+        enc = emb._tokenizer.encode_batch([q])
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        t1 = time.perf_counter()
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = emb._session.run(None, feeds)[0]
+        t2 = time.perf_counter()
+        w = mask[..., None].astype(np.float32)
+        pooled = (hidden * w).sum(axis=1) / w.sum(axis=1)
+        pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        t3 = time.perf_counter()
+        tok.append(t1 - t0), run.append(t2 - t1), pool.append(t3 - t2)
+    med = lambda xs: round(statistics.median(xs) * 1000, 3)  # noqa: E731
+    return {"tokenizer_ms": med(tok), "model_ms": med(run), "pooling_ms": med(pool),
+            "tokens": int(ids.shape[1])}
+
+
+def padding_cost(emb: Embedder) -> dict:
+    """32 texts of mixed lengths: one padded batch in arrival order vs sorted by length."""
+    texts = [normalise_query(" ".join(["word"] * (4 + (i * 37) % 120))) for i in range(128)]
+    out = {}
+    for name, order in (("unsorted", texts), ("sorted", sorted(texts, key=len))):
+        t0 = time.perf_counter()
+        for start in range(0, len(order), 32):
+            emb._embed_batch(order[start : start + 32])
+        out[f"{name}_sentences_per_s"] = round(len(order) / (time.perf_counter() - t0), 1)
+    return out
+
+
+def cache_hit_cost(emb: Embedder, queries: list[str]) -> float:
+    for q in queries:
+        emb.embed_one(q)
+    t0 = time.perf_counter()
+    for _ in range(20):
+        for q in queries:
+            emb.embed_one(q)
+    return round((time.perf_counter() - t0) * 1e6 / (20 * len(queries)), 2)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=1.5, help="per measurement")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    queries = _queries(200)
+    rows = []
+    ctx = mp.get_context("spawn")
+    for busy in (0, 1, 2):
+        stop = ctx.Event()
+        procs = [ctx.Process(target=_busy, args=(stop,), daemon=True) for _ in range(busy)]
+        for p in procs:
+            p.start()
+        time.sleep(0.3)
+        try:
+            for threads in (1, 2):
+                for spinning in (False, True):
+                    emb = Embedder(threads=threads, spinning=spinning, cache_size=0)
+                    one = time_one(emb, queries, args.seconds)
+                    rows.append({"busy_cores": busy, "threads": threads, "spinning": spinning, **one,
+                                 "sentences_per_s": time_batches(emb, queries, args.seconds)})
+        finally:
+            stop.set()
+            for p in procs:
+                p.join(timeout=5)
+    emb = Embedder(threads=1, cache_size=1024)
+    result = {
+        "load_before": os.getloadavg(),
+        "rows": rows,
+        "breakdown_threads1": breakdown(emb, queries[:50]),
+        "padding": padding_cost(emb),
+        "cache_hit_us": cache_hit_cost(emb, queries[:100]),
+    }
+    print(f"load average at start: {result['load_before'][0]:.2f}")
+    print("| busy cores | threads | spinning | one query p50 / p99 ms | batched sentences/s |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['busy_cores']} | {r['threads']} | {'on' if r['spinning'] else 'off'} | "
+              f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f} | {r['sentences_per_s']:.0f} |")
+    b = result["breakdown_threads1"]
+    print(f"one query ({b['tokens']} tokens, 1 thread): tokenizer {b['tokenizer_ms']} ms, model {b['model_ms']} ms, "
+          f"pooling {b['pooling_ms']} ms")
+    print(f"padding (mixed lengths, batches of 32): {result['padding']}")
+    print(f"cache hit: {result['cache_hit_us']} µs")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
