@@ -9,7 +9,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # A deployment starts gunicorn and celery itself, in production mode (the default).
 export TRAILCACHE_DEV := true
 
-.PHONY: setup run test lint bench eval clean-data
+.PHONY: setup run test lint bench eval cluster-demo clean-data
 
 $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ eval: setup
 	$(PY) manage.py evaluate $(EVAL_ARGS)
 	$(PY) -m research.match_calibration report $(MATCH_ARGS)
 	$(PY) -m research.calibration_replay $(REPLAY_ARGS)
+
+# Two web nodes and two Celery workers on free ports against one PostgreSQL (DATABASE_URL, else the
+# embedded server; a database of the demo's own) and a throw-away redis-server: prints a table,
+# exits 1 when something was lost or a worker ran nothing (docs/deploy.md).
+cluster-demo: setup
+	$(PY) scripts/cluster_demo.py $(CLUSTER_ARGS)
 
 clean-data:
 	-$(PY) -m config.embedded_db stop

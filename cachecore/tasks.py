@@ -4,6 +4,7 @@ publishes a job by this module's task name (``cachecore.services.jobs.JOB_RUN_TA
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict
 
 from celery import shared_task
@@ -11,13 +12,18 @@ from django.db import InterfaceError, OperationalError
 
 from cachecore.services import calibration, jobs, reembed, retention, rollups
 
+log = logging.getLogger(__name__)
+
 
 @shared_task(acks_late=True, autoretry_for=(OperationalError, InterfaceError, jobs.JobRetry),
              retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=jobs.MAX_ATTEMPTS)
 def job_run(job_id: str) -> None:
     """Run a queued job row (export, erasure, chunk embeddings, invalidation fan-out). A job
-    that is gone, finished or taken by another worker is skipped quietly."""
-    jobs.job_execute(job_id=job_id)
+    that is gone, finished or taken by another worker is skipped quietly. Logs which worker ran
+    it (the cluster demo reads this line)."""
+    job = jobs.job_execute(job_id=job_id)
+    if job is not None:
+        log.info("job %s (%s) %s on worker %s", job.pk, job.kind, job.status, job_run.request.hostname)
 
 
 @shared_task(ignore_result=True)
