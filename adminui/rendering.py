@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from cachecore.selectors import capped_count
+from cachecore.selectors.stats import capped_count
 from tenants.selectors import CAPABILITIES, role_can
 
 PER_PAGE = 50

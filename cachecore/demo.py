@@ -14,8 +14,15 @@ from django.db import transaction
 from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
-from cachecore import services
 from cachecore.models import DailyStat, Job, JobKind, JobStatus, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
+from cachecore.services.erasure import subject_erase_request
+from cachecore.services.exports import export_request
+from cachecore.services.feedback import feedback_apply
+from cachecore.services.jobs import job_execute
+from cachecore.services.recall import recall
+from cachecore.services.rollups import stats_rollup_tenant
+from cachecore.services.sections import sections_upsert
+from cachecore.services.trails import trail_record
 from tenants.models import DEFAULT_COVERAGE_FLOOR, Tenant
 from tenants.services import tenant_settings_update
 
@@ -157,17 +164,17 @@ def _compliance_history(*, tenant: Tenant) -> None:
     """Once per tenant: an export of the premium scope and one subject's erasure, run here as
     the worker would, so the exports page and the audit log have entries to show."""
     if not Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).exists():
-        job = services.export_request(tenant=tenant, format="csv", scope="group:premium", actor_label=DEMO_ACTOR)
-        services.job_execute(job_id=str(job.pk))
+        job = export_request(tenant=tenant, format="csv", scope="group:premium", actor_label=DEMO_ACTOR)
+        job_execute(job_id=str(job.pk))
     if not Job.objects.filter(tenant=tenant, kind=JobKind.SUBJECT_ERASE).exists():
         # A user who asked to be forgotten: their trail and recalls go; only the hash stays.
         question = "Can I move my files to another account?"
-        services.trail_record(tenant=tenant, scope="default", query=question, cited=["manual/account.md#delete"],
+        trail_record(tenant=tenant, scope="default", query=question, cited=["manual/account.md#delete"],
                               steps=[], signal={"source": "user", "accepted": True}, subject=ERASED_SUBJECT)
         for _ in range(2):
-            services.recall(tenant=tenant, scope="default", query=question, subject=ERASED_SUBJECT)
-        job = services.subject_erase_request(tenant=tenant, subject=ERASED_SUBJECT, actor_label=DEMO_ACTOR)
-        services.job_execute(job_id=str(job.pk))
+            recall(tenant=tenant, scope="default", query=question, subject=ERASED_SUBJECT)
+        job = subject_erase_request(tenant=tenant, subject=ERASED_SUBJECT, actor_label=DEMO_ACTOR)
+        job_execute(job_id=str(job.pk))
 
 
 def _at(now: datetime, day: int, rng: random.Random) -> datetime:
@@ -182,10 +189,10 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     if tenant.coverage_floor == DEFAULT_COVERAGE_FLOOR:
         # A stricter floor than the default: thinly covered prefetches become escalated hints.
         tenant_settings_update(tenant=tenant, changes={"coverage_floor": DEMO_COVERAGE_FLOOR}, actor_label=DEMO_ACTOR)
-    services.sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
+    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
     trails: dict[str, Trail] = {}
     for i, demo in enumerate(TRAILS):
-        trails[demo.key] = services.trail_record(
+        trails[demo.key] = trail_record(
             tenant=tenant, scope=demo.scope, query=demo.query, cited=list(demo.cited),
             steps=[{"tool": "search", "args": {"q": demo.query}, "returned": list(demo.cited)}],
             signal={"source": "user", "accepted": True}, subject=f"demo-user-{1 + i % 3}",
@@ -204,7 +211,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
         if day == edit_day:
             # A large docs import: the fan-out runs as a background job, so recalls that come
             # before it find every cited hash changed (miss, reason "stale") and mark the trail.
-            services.sections_upsert(tenant=tenant, sections=EDITS, invalidation="job")
+            sections_upsert(tenant=tenant, sections=EDITS, invalidation="job")
             fan_out = list(Job.objects.filter(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE,
                                               status=JobStatus.QUEUED).values_list("pk", flat=True))
         weekend = (now - timedelta(days=day)).weekday() >= 5
@@ -224,7 +231,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             demo = by_key["delete"]
             asks.append((demo.scope, demo.paraphrases[0], "reject"))
         for scope, query, tag in asks:
-            result = services.recall(tenant=tenant, scope=scope, query=query,
+            result = recall(tenant=tenant, scope=scope, query=query,
                                      subject=f"demo-user-{rng.randint(1, 4)}")
             made += 1
             when = _at(now, day, rng)
@@ -241,7 +248,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             if tag != "reject" and rng.random() >= 0.35:
                 continue
             # Negative feedback quarantines the trail served, for review in the console.
-            event = services.feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=tag != "reject")
+            event = feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=tag != "reject")
             feedback += 1
             later = when + timedelta(minutes=3)
             RecallEvent.objects.filter(pk=event.pk).update(feedback_at=later)
@@ -249,9 +256,9 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
                 Trail.objects.filter(pk=event.trail_id).update(status_changed_at=later)
         if day == edit_day:
             for job_id in fan_out:  # the background fan-out catches up at the end of that day
-                services.job_execute(job_id=str(job_id))
+                job_execute(job_id=str(job_id))
     # Recorded an hour ago without a signal: pending, never served until positive feedback arrives.
-    pending = services.trail_record(
+    pending = trail_record(
         tenant=tenant, scope="default", query=PENDING_QUERY, cited=["manual/account.md#delete"],
         steps=[{"tool": "search", "args": {"q": "delete account keep files"},
                 "returned": ["manual/account.md#delete"]}],
@@ -271,6 +278,6 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     Trail.objects.filter(tenant=tenant, last_hit_at__isnull=False).update(last_hit_at=Subquery(last_hit))
     _compliance_history(tenant=tenant)
     # What the beat would have rolled up for the complete days.
-    services.stats_rollup_tenant(tenant=tenant, now=now)
+    stats_rollup_tenant(tenant=tenant, now=now)
     return (f"{len(SECTIONS)} sections, {len(TRAILS) + 1} trails, {made} recalls ({feedback} with feedback) "
             f"over {days} days")

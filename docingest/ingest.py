@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cachecore import services
 from cachecore.models import Section
+from cachecore.services.sections import UpsertResult, section_chunks_compute, sections_upsert
 from docingest.common import DocSection
 from docingest.tree import split_file, split_tree
 from tenants.models import Tenant
@@ -84,15 +84,15 @@ CHUNK_MODES = ("jobs", "sync", "defer")
 
 
 def upsert_synchronously(*, tenant: Tenant, sections: Sequence[dict[str, str]],
-                         chunks: str = "sync") -> services.UpsertResult:
+                         chunks: str = "sync") -> UpsertResult:
     """``sections_upsert`` with invalidation done in the call rather than as a background job,
     and chunk embeddings computed in the call (``sync``), deferred (``defer``) or left to the
     service's own rule (``jobs``)."""
     if chunks not in CHUNK_MODES:
         raise ValueError(f"chunks must be one of {CHUNK_MODES}")
     if chunks == "jobs":
-        return services.sections_upsert(tenant=tenant, sections=sections)
-    return services.sections_upsert(tenant=tenant, sections=sections, invalidation="now",
+        return sections_upsert(tenant=tenant, sections=sections)
+    return sections_upsert(tenant=tenant, sections=sections, invalidation="now",
                                     chunks="now" if chunks == "sync" else "later")
 
 
@@ -108,7 +108,7 @@ def chunks_ensure(*, tenant: Tenant, section_ids: Iterable[str], batch: int = 20
     service's own ``section_chunks_compute``). Returns sections computed."""
     pks = chunks_pending(tenant=tenant, section_ids=section_ids)
     for start in range(0, len(pks), batch):
-        services.section_chunks_compute(section_pks=pks[start:start + batch])
+        section_chunks_compute(section_pks=pks[start:start + batch])
         if on_batch:
             on_batch(len(pks[start:start + batch]))
     return len(pks)

@@ -33,8 +33,9 @@ from research.splits import REPO_ROOT
 
 
 def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: float | None = None) -> dict[str, Any]:
-    from cachecore import services
     from cachecore.services.calibration import operating_point_apply
+    from cachecore.services.recall import recall
+    from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
     from docingest.progress import Progress
     from tenants.models import Tenant
@@ -61,7 +62,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
         trail_of = {}
         for e in entries:
             if gold[e["id"]]:
-                trail = services.trail_record(
+                trail = trail_record(
                     tenant=tenant, scope=SCOPE, query=e["question"],
                     steps=[{"tool": "search", "args": {"q": e["question"]}, "returned": gold[e["id"]]}],
                     cited=gold[e["id"]], signal={"source": "caller", "accepted": True})
@@ -72,7 +73,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
             counts = {"paraphrases": 0, "own_prefetch": 0, "twins": 0, "twin_prefetch": 0, "labels": 0}
             with Progress(f"round {r}", len(order)) as bar:
                 for p in order:
-                    result = services.recall(tenant=tenant, scope=SCOPE, query=p.query)
+                    result = recall(tenant=tenant, scope=SCOPE, query=p.query)
                     source = trail_of.get(p.group)
                     same_need = p.answered_by_source
                     if p.kind.startswith("paraphrase"):
@@ -84,7 +85,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
                     cites_source = same_need != (rng.random() < noise)
                     cited = gold[p.group] if cites_source and gold[p.group] else [
                         rng.choice([i for i in ids[:200] if i not in gold[p.group]])]
-                    services.trail_record(tenant=tenant, scope=SCOPE + "-labels", query=p.query, steps=[],
+                    trail_record(tenant=tenant, scope=SCOPE + "-labels", query=p.query, steps=[],
                                           cited=cited, signal=None, recall_id=result.recall_id)
                     counts["labels"] += result.outcome != "miss"
                     bar.step()

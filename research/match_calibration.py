@@ -83,7 +83,8 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
-    from cachecore import services
+    from cachecore.services.recall import recall
+    from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
     from docingest.progress import Progress
     from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
@@ -114,7 +115,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         with Progress("record trails", len(entries)) as bar:
             for e in entries:
                 if gold[e["id"]]:
-                    trail = services.trail_record(
+                    trail = trail_record(
                         tenant=tenant, scope=SCOPE, query=e["question"],
                         steps=[{"tool": "search", "args": {"q": e["question"]}, "returned": gold[e["id"]]}],
                         cited=gold[e["id"]], signal={"source": "caller", "accepted": True})
@@ -125,7 +126,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
             for p in probes:
                 t0 = time.perf_counter()
-                r = services.recall(tenant=tenant, scope=SCOPE, query=p.query, explain=True)
+                r = recall(tenant=tenant, scope=SCOPE, query=p.query, explain=True)
                 ms = (time.perf_counter() - t0) * 1000
                 source = trail_of.get(p.group)
                 row = {

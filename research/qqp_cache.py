@@ -290,9 +290,10 @@ def run_qqp_cache(config: QQPConfig) -> dict[str, Any]:
 
 def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, str],
             timings: dict[str, float]) -> dict[str, Any]:
-    from cachecore import services
     from cachecore.embedding import get_embedder
     from cachecore.engine.text import normalise_query
+    from cachecore.services.recall import recall
+    from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, upsert_synchronously
     from docingest.progress import Progress
     from tenants.services import SETTINGS_FIELDS
@@ -320,7 +321,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     question_of: dict[str, str] = {}     # trail id → question
     with bar("record trails", len(questions)) as b:
         for sid, q in zip(section_ids, questions):
-            trail = services.trail_record(
+            trail = trail_record(
                 tenant=tenant, scope=SCOPE, query=q,
                 steps=[{"tool": "search", "args": {"q": q}, "returned": [sid]}],
                 cited=[sid], signal={"source": "caller", "accepted": True})
@@ -336,7 +337,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     with bar("recall", len(sample.pairs)) as b:
         for s in sample.pairs:
             t_call = time.perf_counter()
-            result = dataclasses.asdict(services.recall(tenant=tenant, scope=SCOPE, query=s.pair.b,
+            result = dataclasses.asdict(recall(tenant=tenant, scope=SCOPE, query=s.pair.b,
                                                         explain=config.explain))
             latencies.append((time.perf_counter() - t_call) * 1000)
             pair_trail = trail_of[normalise_query(s.pair.a)]

@@ -8,8 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from adminui import charts
 from adminui.access import console_view
 from adminui.rendering import console_render
-from cachecore import selectors
 from cachecore.models import TrailStatus
+from cachecore.selectors.recalls import console_window_start, recall_daily_counts
+from cachecore.selectors.stats import stats_all_tenants, stats_for_tenant
+from cachecore.selectors.trails import top_trails_by_hits
 
 WINDOWS = (7, 30, 90)
 
@@ -22,17 +24,17 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         days = 30
     if days not in WINDOWS:
         days = 30
-    since = selectors.console_window_start(days=days)
+    since = console_window_start(days=days)
     tenant = None if request.all_tenants else request.access.tenant
     if tenant is None:
-        stats = selectors.stats_all_tenants(since=since)
+        stats = stats_all_tenants(since=since)
     else:
-        stats = selectors.stats_for_tenant(tenant=tenant, since=since)
-    daily = selectors.recall_daily_counts(tenant=tenant, days=days)
+        stats = stats_for_tenant(tenant=tenant, since=since)
+    daily = recall_daily_counts(tenant=tenant, days=days)
     for d in daily:  # for the chart's table: the rate in words, not only as a line
         total = d["prefetch"] + d["hint"] + d["miss"]
         d["hit_rate"] = (d["prefetch"] + d["hint"]) / total if total else None
-    top = selectors.top_trails_by_hits(tenant=tenant, limit=10)
+    top = top_trails_by_hits(tenant=tenant, limit=10)
     savings_chart = None
     if tenant is not None:
         per_call = stats["savings"]["baseline_calls"]

@@ -11,9 +11,10 @@ from django.urls import reverse
 from adminui.access import console_view
 from adminui.rendering import console_render
 from adminui.views.trails import actor_label
-from cachecore import services
 from cachecore.errors import DomainError
 from cachecore.models import Job, JobKind, TrailStatus
+from cachecore.services import exports as export_services
+from cachecore.services.erasure import subject_erase_request
 from cachecore.services.jobs import job_get, jobs_for_tenant
 
 # htmx stops polling on this status.
@@ -67,7 +68,7 @@ def export_list(request: HttpRequest) -> HttpResponse:
         return _exports_page(request, form, status=400)
     data = form.cleaned_data
     try:
-        services.export_request(
+        export_services.export_request(
             tenant=request.access.tenant, format=data["format"], scope=data["scope"] or None,
             subject=data["subject"] or None, status=data["status"] or None, since=data["since"],
             until=data["until"], actor_label=actor_label(request), actor=request.user,
@@ -91,7 +92,7 @@ def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
     job = _job(request, job_id, JobKind.EXPORT)
     try:
-        export = services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
+        export = export_services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
     except DomainError as exc:
         raise Http404(exc.message) from exc
     response = FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
@@ -112,7 +113,7 @@ def subject_erase(request: HttpRequest) -> HttpResponse:
     form = SubjectEraseForm(request.POST)
     if not form.is_valid():
         return _subjects_page(request, form, status=400)
-    services.subject_erase_request(tenant=request.access.tenant, subject=form.cleaned_data["subject"],
+    subject_erase_request(tenant=request.access.tenant, subject=form.cleaned_data["subject"],
                                    actor_label=actor_label(request), actor=request.user)
     messages.success(request, "Erasure accepted: it runs in the background. The audit log keeps the subject's hash.")
     return HttpResponseRedirect(f"{reverse('adminui:subject_erase')}?tenant={request.access.tenant.slug}")

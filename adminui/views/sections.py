@@ -13,9 +13,10 @@ from django.urls import reverse
 
 from adminui.access import console_view
 from adminui.rendering import console_render, paginate
-from cachecore import selectors
 from cachecore.errors import NotFound
 from cachecore.models import Citation
+from cachecore.selectors.citations import trails_citing_with_state
+from cachecore.selectors.sections import section_get, sections_search
 
 LIST_FIELDS = ("id", "external_id", "sha256", "token_count", "updated_at", "text")
 
@@ -31,7 +32,7 @@ def _cited_by(tenant: Any) -> Coalesce:
 @console_view("sections.view")
 def section_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    sections = selectors.sections_search(tenant=request.access.tenant, q=q).only(*LIST_FIELDS).annotate(
+    sections = sections_search(tenant=request.access.tenant, q=q).only(*LIST_FIELDS).annotate(
         cited_by=_cited_by(request.access.tenant))
     context = {"q": q, "page": paginate(request, sections)}
     return console_render(request, "adminui/sections/list.html", context, partial="results")
@@ -44,10 +45,10 @@ def section_detail(request: HttpRequest) -> HttpResponse:
     if not section_id:
         raise Http404("no section id")
     try:
-        section = selectors.section_get(tenant=tenant, section_id=section_id)
+        section = section_get(tenant=tenant, section_id=section_id)
     except NotFound:
         section = None
-    citing = selectors.trails_citing_with_state(tenant=tenant, section=section, section_id=section_id)
+    citing = trails_citing_with_state(tenant=tenant, section=section, section_id=section_id)
     if section is None and not citing:
         raise Http404("section not found")
     context = {

@@ -12,7 +12,7 @@ from adminui.access import console_view
 from adminui.forms import CONSOLE_SETTINGS_FIELDS, TenantSettingsForm
 from adminui.rendering import console_render
 from adminui.views.trails import actor_label
-from cachecore import selectors
+from cachecore.selectors.stats import stats_for_tenant
 from cachecore.services import calibration
 from tenants import services
 
@@ -65,7 +65,7 @@ def _calibration_context(tenant) -> dict:  # noqa: ANN001 - a Tenant
         "calibration_chart": charts.calibration_curve(
             suggestion.curve, current=tenant.prefetch_confidence,
             suggested=suggestion.suggested.cut if suggestion.suggested else None) if suggestion else None,
-        "shadow": selectors.stats_for_tenant(tenant=tenant)["shadow"] if tenant.shadow_mode else None,
+        "shadow": stats_for_tenant(tenant=tenant)["shadow"] if tenant.shadow_mode else None,
     }
 
 

@@ -14,11 +14,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from adminui.access import console_view
 from adminui.forms import TrailActionForm
 from adminui.rendering import console_render, paginate
-from cachecore import selectors, services
 from cachecore.engine.outcome import section_state
 from cachecore.errors import NotFound
 from cachecore.filtersets import TrailFilterSet
 from cachecore.models import RecallEvent, TrailStatus
+from cachecore.selectors.citations import cited_sections_now
+from cachecore.selectors.trails import trail_get, trail_status_counts, trails_for_tenant
+from cachecore.services.trails import trail_set_status, trails_purge
 
 LIST_TEMPLATE = "adminui/trails/list.html"
 # The list never loads embeddings, normalised queries or steps.
@@ -42,13 +44,13 @@ def _list_query(request: HttpRequest, **drop: Any) -> str:
 
 def _list_context(request: HttpRequest) -> dict[str, Any]:
     tenant = request.access.tenant
-    base = selectors.trails_for_tenant(tenant=tenant).only(*LIST_FIELDS)
+    base = trails_for_tenant(tenant=tenant).only(*LIST_FIELDS)
     filterset = TrailFilterSet(request.GET, queryset=base)
     page = paginate(request, filterset.qs)
     without_status = request.GET.copy()
     without_status.pop("status", None)
     without_status.pop("sort", None)
-    counts = selectors.trail_status_counts(trails=TrailFilterSet(without_status, queryset=base).qs)
+    counts = trail_status_counts(trails=TrailFilterSet(without_status, queryset=base).qs)
     list_url = reverse("adminui:trails")
     status_tabs = [
         {"value": "", "label": "All", "count": sum(counts.values()),
@@ -93,7 +95,7 @@ def trail_action(request: HttpRequest) -> HttpResponse:
         return _after_action(request, next_url)
     action, ids = form.cleaned_data["action"], form.cleaned_data["ids"]
     if not form.cleaned_data["confirm"]:
-        count = selectors.trails_for_tenant(tenant=tenant).filter(pk__in=ids).count()
+        count = trails_for_tenant(tenant=tenant).filter(pk__in=ids).count()
         confirm = {"action": action, "label": TrailActionForm.ACTIONS[action], "ids": ids, "count": count,
                    "next": next_url, "cancel_url": cancel_url}
         if request.htmx and not request.POST.get("next"):
@@ -101,11 +103,11 @@ def trail_action(request: HttpRequest) -> HttpResponse:
                                                            "selected": set(ids)}, partial="results")
         return console_render(request, "adminui/trails/confirm.html", {"confirm": confirm})
     if action == "purge":
-        done = services.trails_purge(tenant=tenant, trail_ids=ids, actor_label=actor_label(request),
+        done = trails_purge(tenant=tenant, trail_ids=ids, actor_label=actor_label(request),
                                      actor=request.user)
         messages.success(request, f"Purged {done} trail{'s' if done != 1 else ''}.")
     else:
-        done = services.trail_set_status(tenant=tenant, trail_ids=ids, status=ACTION_STATUS[action],
+        done = trail_set_status(tenant=tenant, trail_ids=ids, status=ACTION_STATUS[action],
                                          actor_label=actor_label(request), actor=request.user)
         verb = "Quarantined" if action == "quarantine" else "Released"
         skipped = len(ids) - done
@@ -136,12 +138,12 @@ def _recall_history(*, tenant: Any, trail: Any, limit: int = 50) -> list[RecallE
 def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
     try:
-        trail = selectors.trail_get(tenant=tenant, trail_id=trail_id)
+        trail = trail_get(tenant=tenant, trail_id=trail_id)
     except NotFound as exc:
         raise Http404("trail not found") from exc
     cited = [
         {"c": c, "state": section_state(recorded_hash=c.recorded_hash, current_hash=c.current_hash).value}
-        for c in selectors.cited_sections_now(trail_id=str(trail.pk))
+        for c in cited_sections_now(trail_id=str(trail.pk))
     ]
     recalls = _recall_history(tenant=tenant, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"

@@ -14,10 +14,18 @@ from rest_framework.views import APIView
 
 from api import metrics
 from api import serializers as s
-from cachecore import selectors, services
 from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import Trail
+from cachecore.selectors.recalls import recall_event_get
+from cachecore.selectors.sections import section_get
+from cachecore.selectors.stats import stats_for_tenant
+from cachecore.selectors.trails import trail_get
 from cachecore.services import calibration
+from cachecore.services.erasure import subject_erase
+from cachecore.services.feedback import feedback_apply
+from cachecore.services.recall import recall
+from cachecore.services.sections import section_delete, sections_upsert
+from cachecore.services.trails import trail_delete, trail_record
 from tenants.models import ApiKey, Tenant
 
 
@@ -51,7 +59,7 @@ class TenantAPIView(APIView):
         """A record may link only a recall its key could see: one outside the key's scopes is as
         unknown as one that never was (the same 400, so its existence is not revealed)."""
         try:
-            event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
+            event = recall_event_get(tenant=self.tenant, recall_id=recall_id)
         except NotFound:
             return  # the service answers the unknown id
         if not self.key.allows_scope(event.scope):
@@ -69,23 +77,23 @@ class SectionsView(TenantAPIView):
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
         try:
-            result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
+            result = sections_upsert(tenant=self.tenant, sections=data["sections"])
         except IntegrityError:
             # Two upserts creating the same new id at once: the loser's insert hits the unique key
             # (its transaction rolled back whole). Once more, it finds the row and updates it.
-            result = services.sections_upsert(tenant=self.tenant, sections=data["sections"])
+            result = sections_upsert(tenant=self.tenant, sections=data["sections"])
         return Response(asdict(result))
 
 
 class SectionDetailView(TenantAPIView):
     @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at")
     def get(self, request: Request, section_id: str) -> Response:
-        section = selectors.section_get(tenant=self.tenant, section_id=section_id)
+        section = section_get(tenant=self.tenant, section_id=section_id)
         return Response(s.SectionOutSerializer(section).data)
 
     @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
     def delete(self, request: Request, section_id: str) -> Response:
-        services.section_delete(tenant=self.tenant, section_id=section_id, actor_label=f"apikey:tc_{self.key.prefix}")
+        section_delete(tenant=self.tenant, section_id=section_id, actor_label=f"apikey:tc_{self.key.prefix}")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -97,7 +105,7 @@ class TrailsView(TenantAPIView):
         self.require_scope(data["scope"])
         if data.get("recall_id") and self.key.scope_prefixes:
             self.require_visible_recall(data["recall_id"])
-        trail = services.trail_record(
+        trail = trail_record(
             tenant=self.tenant, scope=data["scope"], query=data["query"], steps=data["steps"],
             cited=data["cited"], signal=data.get("signal"), subject=data.get("subject", ""),
             answer=data.get("answer"), recall_id=str(data["recall_id"]) if data.get("recall_id") else None,
@@ -126,13 +134,13 @@ def trail_as_stored(trail: Trail) -> dict[str, Any]:
 class TrailDetailView(TenantAPIView):
     @extend_schema(responses=s.TrailOutSerializer, summary="A trail as stored (never an answer)")
     def get(self, request: Request, trail_id: str) -> Response:
-        trail = self.trail_visible(selectors.trail_get(tenant=self.tenant, trail_id=trail_id))
+        trail = self.trail_visible(trail_get(tenant=self.tenant, trail_id=trail_id))
         return Response(s.TrailOutSerializer(trail_as_stored(trail)).data)
 
     @extend_schema(responses={204: None}, summary="Delete a trail")
     def delete(self, request: Request, trail_id: str) -> Response:
-        self.trail_visible(selectors.trail_get(tenant=self.tenant, trail_id=trail_id))
-        services.trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=f"apikey:tc_{self.key.prefix}")
+        self.trail_visible(trail_get(tenant=self.tenant, trail_id=trail_id))
+        trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=f"apikey:tc_{self.key.prefix}")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -142,7 +150,7 @@ class RecallView(TenantAPIView):
     def post(self, request: Request) -> Response:
         data = _validated(s.RecallSerializer, request)
         self.require_scope(data["scope"])
-        result = services.recall(
+        result = recall(
             tenant=self.tenant, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
             shadow_details=data.get("shadow", False),
@@ -160,10 +168,10 @@ class FeedbackView(TenantAPIView):
                    summary="Feedback on a recall: negative quarantines the trail it served")
     def post(self, request: Request, recall_id: str) -> Response:
         data = _validated(s.FeedbackSerializer, request)
-        event = selectors.recall_event_get(tenant=self.tenant, recall_id=recall_id)
+        event = recall_event_get(tenant=self.tenant, recall_id=recall_id)
         if not self.key.allows_scope(event.scope):  # like a trail outside the key's scopes: not there
             raise NotFound("recall not found")
-        services.feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"],
+        feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"],
                                 actor_label=f"apikey:tc_{self.key.prefix}")
         return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
 
@@ -177,7 +185,7 @@ class StatsView(TenantAPIView):
         scope = request.query_params.get("scope")
         if scope:
             self.require_scope(scope)
-        stats = selectors.stats_for_tenant(
+        stats = stats_for_tenant(
             tenant=self.tenant, scope=scope or None, scope_prefixes=self.key.scope_prefixes or None
         )
         if not scope and not self.key.scope_prefixes:  # the operating point is tenant-wide
@@ -191,6 +199,6 @@ class SubjectView(TenantAPIView):
                    summary="Erase every trail and logged query recorded with a subject")
     def delete(self, request: Request, subject: str) -> Response:
         self.require_unrestricted_key("erasing a subject")
-        deleted = services.subject_erase(tenant=self.tenant, subject=subject,
+        deleted = subject_erase(tenant=self.tenant, subject=subject,
                                          actor_label=f"apikey:tc_{self.key.prefix}")
         return Response({"deleted": deleted})

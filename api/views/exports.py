@@ -18,8 +18,8 @@ from rest_framework.response import Response
 from api.fields import StrictCharField
 from api.inputs import parse_bounded_instant
 from api.views.core import TenantAPIView, _validated
-from cachecore import services
 from cachecore.models import Job, JobKind, JobStatus, TrailStatus
+from cachecore.services.exports import export_download, export_request
 from cachecore.services.jobs import job_get
 from tenants.models import Tenant
 
@@ -107,7 +107,7 @@ class ExportsView(TenantAPIView):
                     detail=f"{active} exports of this tenant are queued or running (at most "
                     f"{settings.TRAILCACHE_MAX_ACTIVE_EXPORTS}); try again when one is done.",
                 )
-            job = services.export_request(
+            job = export_request(
                 tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
                 until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
                 actor_label=f"apikey:tc_{self.key.prefix}",
@@ -128,6 +128,6 @@ class ExportDownloadView(TenantAPIView):
     def get(self, request: Request, export_id: str) -> FileResponse:
         self.require_unrestricted_key("exporting")
         job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
-        export = services.export_download(job=job, actor_label=f"apikey:tc_{self.key.prefix}")
+        export = export_download(job=job, actor_label=f"apikey:tc_{self.key.prefix}")
         return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)

@@ -20,7 +20,7 @@ from typing import Any
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from cachecore import resolver, selectors
+from cachecore import resolver
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate, Cited, Policy, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
@@ -29,6 +29,10 @@ from cachecore.engine.pairfeatures import content_words, default_scorer
 from cachecore.engine.scorer import default_match_scorer
 from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
+from cachecore.selectors.citations import CitedSection, cited_sections_for_trails
+from cachecore.selectors.nearest import Candidate as Neighbour
+from cachecore.selectors.nearest import nearest_trails
+from cachecore.selectors.sections import term_frequencies
 from tenants.models import MatchMode, Tenant
 
 # Candidates read per recall.
@@ -80,16 +84,16 @@ def tenant_policy(tenant: Tenant) -> Policy:
 
 @dataclass
 class _Read:
-    candidates: list[selectors.Candidate]
-    cited: dict[str, list[selectors.CitedSection]]
+    candidates: list[Neighbour]
+    cited: dict[str, list[CitedSection]]
     idf: Idf
 
 
 def _read(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
-    candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=CANDIDATES)
-    cited = selectors.cited_sections_for_trails(trail_ids=[c.trail_id for c in candidates], query_terms=terms,
+    candidates = nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=CANDIDATES)
+    cited = cited_sections_for_trails(trail_ids=[c.trail_id for c in candidates], query_terms=terms,
                                                 embedding=embedding)
-    sections, df = selectors.term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
+    sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
     return _Read(candidates, cited, Idf(sections, df))
 
 
@@ -104,7 +108,7 @@ def _read_snapshot(*, tenant: Tenant, scope: str, embedding: Any, terms: list[st
         return _read(tenant=tenant, scope=scope, embedding=embedding, terms=terms)
 
 
-def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[selectors.CitedSection]]) -> set[str]:
+def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[CitedSection]]) -> set[str]:
     """Fill in, from the tenant's resolver, sections not mirrored here (one batched call, no
     database transaction open). Returns the ids that could not be verified (resolver down)."""
     if not tenant.resolver_url:

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from cachecore import resolver, selectors
+from cachecore import resolver
 from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import boundary_after
 from cachecore.engine.text import normalise_query
@@ -21,6 +21,9 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
+from cachecore.selectors.recalls import recall_event_get
+from cachecore.selectors.sections import sections_current_hashes
+from cachecore.selectors.trails import trail_get
 from cachecore.services.admission import admission_decide
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
@@ -43,7 +46,7 @@ def trail_record(
     Cited ids unknown to the tenant → UnknownSections; nothing is written then."""
     if len(set(cited)) != len(cited):
         raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
-    hashes = selectors.sections_current_hashes(tenant=tenant, section_ids=cited)
+    hashes = sections_current_hashes(tenant=tenant, section_ids=cited)
     unknown = [i for i in cited if i not in hashes]
     if unknown and tenant.resolver_url:
         try:
@@ -56,7 +59,7 @@ def trail_record(
     recall_event = None
     if recall_id is not None:
         try:
-            recall_event = selectors.recall_event_get(tenant=tenant, recall_id=recall_id)
+            recall_event = recall_event_get(tenant=tenant, recall_id=recall_id)
         except NotFound as exc:
             raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
     normalised = normalise_query(query)
@@ -142,7 +145,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
 def trail_delete(*, tenant: Tenant, trail_id: object, actor_label: str = "system", actor: Any = None) -> None:
     """Delete one trail (its citations go with it); audited in the same transaction."""
     with transaction.atomic():
-        trail = selectors.trail_get(tenant=tenant, trail_id=trail_id)
+        trail = trail_get(tenant=tenant, trail_id=trail_id)
         trail_pk = str(trail.pk)
         trail.delete()
         audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_DELETE,

@@ -13,9 +13,14 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from cachecore import selectors, services
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
+from cachecore.selectors import nearest
+from cachecore.selectors.citations import cited_sections_now
+from cachecore.selectors.nearest import _scope_sizes, active_scope_size, nearest_trails
+from cachecore.selectors.sections import coverage_by_section
+from cachecore.services.recall import recall
+from cachecore.services.trails import trail_record
 from tenants.models import Tenant
 
 
@@ -44,12 +49,12 @@ class TimedQuery:
 
 
 def scope_path(tenant: Tenant, scope: str) -> str:
-    return "exact" if selectors.active_scope_size(tenant=tenant, scope=scope) <= _routing_limit() else "hnsw"
+    return "exact" if active_scope_size(tenant=tenant, scope=scope) <= _routing_limit() else "hnsw"
 
 
 def _routing_limit() -> int:
     """The scope size up to which nearest_trails searches exactly."""
-    rule = getattr(selectors, "exact_search_limit", None)
+    rule = getattr(nearest, "exact_search_limit", None)
     return rule() if rule else settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
 
 
@@ -80,20 +85,20 @@ def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11)
 
 
 def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray) -> str:
-    """What services.recall does after embedding (without its writes): nearest trails, the
+    """What the recall service does after embedding (without its writes): nearest trails, the
     cited sections' current hashes and text, coverage. Returns the would-be outcome."""
     with transaction.atomic():
-        candidates = selectors.nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
+        candidates = nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
         best = candidates[0] if candidates else None
         if best is None or best.similarity < tenant.similarity_threshold:
             return "miss"
-        cited = selectors.cited_sections_now(trail_id=best.trail_id)
+        cited = cited_sections_now(trail_id=best.trail_id)
         valid = [c for c in cited if c.current_hash == c.recorded_hash]
         if not valid:
             return "miss"
         if len(valid) < len(cited):
             return "hint"
-        selectors.coverage_by_section(section_hashes={c.pk: c.current_hash for c in valid}, embedding=embedding)
+        coverage_by_section(section_hashes={c.pk: c.current_hash for c in valid}, embedding=embedding)
         return "prefetch"
 
 
@@ -119,7 +124,7 @@ def time_recall_full(queries: list[TimedQuery], tenants: dict) -> dict:
     for q in queries:
         tenant = tenants[q.tenant_id]
         t0 = time.perf_counter()
-        result = services.recall(tenant=tenant, scope=q.scope, query=q.text)
+        result = recall(tenant=tenant, scope=q.scope, query=q.text)
         samples.append((time.perf_counter() - t0) * 1000)
         outcomes[result.outcome] += 1
     return {**percentiles(samples), "outcomes": dict(outcomes)}
@@ -127,9 +132,9 @@ def time_recall_full(queries: list[TimedQuery], tenants: dict) -> dict:
 
 def exact_neighbours(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5) -> list[str]:
     """Ground truth: the nearest active, unexpired trails by a full scan of the scope."""
-    from cachecore.selectors import _vector_literal
+    from cachecore.selectors.nearest import vector_literal
 
-    vector = _vector_literal(embedding)
+    vector = vector_literal(embedding)
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SET LOCAL enable_indexscan = off")
         cur.execute("SET LOCAL enable_bitmapscan = on")
@@ -149,7 +154,7 @@ def hnsw_recall_at_k(queries: list[TimedQuery], tenants: dict, embeddings: np.nd
             continue
         tenant = tenants[q.tenant_id]
         with transaction.atomic():
-            got = [c.trail_id for c in selectors.nearest_trails(tenant=tenant, scope=q.scope, embedding=e, limit=k)]
+            got = [c.trail_id for c in nearest_trails(tenant=tenant, scope=q.scope, embedding=e, limit=k)]
         truth = exact_neighbours(tenant=tenant, scope=q.scope, embedding=e, limit=k)
         if truth:
             scores.append(len(set(got) & set(truth)) / len(truth))
@@ -176,7 +181,7 @@ def time_embedding(texts: list[str], *, batch_size: int = 32) -> dict:
 
 
 def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: int = 5) -> dict:
-    """Records through services.trail_record (embedding included), into a scope no timed
+    """Records through trail_record (embedding included), into a scope no timed
     recall reads."""
     from research.bench import corpus
 
@@ -188,7 +193,7 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
         q = corpus.question(rng, "the product")
         cited = cited_by_tenant[tenant.pk]
         t0 = time.perf_counter()
-        services.trail_record(
+        trail_record(
             tenant=tenant, scope="bench:records", query=q.text, cited=cited,
             steps=[{"tool": "search", "args": {"q": q.text}, "returned": cited}],
             signal={"source": "caller", "accepted": True},
@@ -216,7 +221,7 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
             if lo < n <= hi:
                 buckets[(lo, hi)].append(p)
     original_cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
-    original_rule = getattr(selectors, "exact_search_limit", None)
+    original_rule = getattr(nearest, "exact_search_limit", None)
     out = []
     try:
         for (lo, hi), chosen in buckets.items():
@@ -230,8 +235,8 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
                 # Force the path: the cap for active_scope_size's count, the rule for the routing.
                 settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = limit
                 if original_rule is not None:
-                    selectors.exact_search_limit = lambda limit=limit: limit
-                selectors._scope_sizes.clear()
+                    nearest.exact_search_limit = lambda limit=limit: limit
+                _scope_sizes.clear()
                 samples: list[float] = []
                 found[path] = []
                 for _ in range(2):  # the first pass warms the cache
@@ -240,7 +245,7 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
                         tenant = tenants[p["tenant_id"]]
                         t0 = time.perf_counter()
                         with transaction.atomic():
-                            got = selectors.nearest_trails(tenant=tenant, scope=p["scope"], embedding=v, limit=5)
+                            got = nearest_trails(tenant=tenant, scope=p["scope"], embedding=v, limit=5)
                         samples.append((time.perf_counter() - t0) * 1000)
                         found[path].append([c.trail_id for c in got])
                 stats = percentiles(samples)
@@ -251,6 +256,6 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
     finally:
         settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = original_cap
         if original_rule is not None:
-            selectors.exact_search_limit = original_rule
-        selectors._scope_sizes.clear()
+            nearest.exact_search_limit = original_rule
+        _scope_sizes.clear()
     return out

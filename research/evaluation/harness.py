@@ -23,10 +23,12 @@ from typing import Any
 
 from django.db import models, transaction
 
-from cachecore import services
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from cachecore.models import Trail, TrailStatus
+from cachecore.services.recall import recall
+from cachecore.services.sections import sections_upsert
+from cachecore.services.trails import trail_record
 from docingest.ingest import chunks_ensure, chunks_pending, collect_sections, ingest_sections, upsert_synchronously
 from docingest.progress import Progress
 from research.evaluation.agent import CALL_LIMIT, NON_ANSWER, AgentRun, run_agent
@@ -135,7 +137,7 @@ class Run:
 
     def recall_fn(self, scope: str):
         def call(query: str) -> dict[str, Any]:
-            return dataclasses.asdict(services.recall(tenant=self.tenant, scope=scope, query=query))
+            return dataclasses.asdict(recall(tenant=self.tenant, scope=scope, query=query))
         return call
 
     def agent(self, query: str, gold: Sequence[str], *, scope: str | None = None) -> AgentRun:
@@ -154,7 +156,7 @@ class Run:
         if not run.cited:
             return None
         signal = {"source": "caller", "accepted": accepted} if accepted is not None else None
-        return services.trail_record(tenant=self.tenant, scope=scope, query=run.query, steps=run.steps,
+        return trail_record(tenant=self.tenant, scope=scope, query=run.query, steps=run.steps,
                                      cited=run.cited, signal=signal, answer=answer)
 
     def set_policy(self, policy: str) -> None:
@@ -170,7 +172,7 @@ def verifier_probe(run: Run, section_id: str) -> dict[str, Any]:
     run.set_policy(AdmissionPolicy.SIGNAL_VERIFIER)
     try:
         with transaction.atomic():
-            trail = services.trail_record(
+            trail = trail_record(
                 tenant=run.tenant, scope="eval-probe", query="probe: what does this section say?",
                 steps=[], cited=[section_id], signal={"source": "caller", "accepted": True}, answer=NON_ANSWER)
             status, verdict = trail.status, trail.verdict
@@ -408,7 +410,7 @@ def _matching(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
         trails = _record_all(run, scope, phase1)
         bar.step(len(phase1))
     own = {tid: qi for qi, tid in trails.items()}
-    recall = run.recall_fn(scope)
+    ask = run.recall_fn(scope)
 
     def contributing(r: dict[str, Any]) -> list[str]:
         return list(r.get("trails") or ([r["trail_id"]] if r.get("trail_id") else []))
@@ -420,14 +422,14 @@ def _matching(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
     para_rows = []
     with run.progress("matching: paraphrases", len(paraphrases)) as bar:
         for qi, p in paraphrases:
-            para_rows.append((qi, {**recall(p), "query": p, "sim_to_source": sim_to_source(p, qi)}))
+            para_rows.append((qi, {**ask(p), "query": p, "sim_to_source": sim_to_source(p, qi)}))
             bar.step()
     asked = {normalise_query(q.question) for q in questions}
     distinct = [(qi, d) for qi, q in enumerate(questions) for d in q.distinct]
     dist_rows = []
     with run.progress("matching: distinct", len(distinct)) as bar:
         for qi, d in distinct:
-            dist_rows.append((qi, {**recall(d), "query": d, "sim_to_source": sim_to_source(d, qi),
+            dist_rows.append((qi, {**ask(d), "query": d, "sim_to_source": sim_to_source(d, qi),
                                    "verbatim": normalise_query(d) in asked}))
             bar.step()
 
@@ -492,7 +494,7 @@ def _edit_deferring_invalidation(run: Run, sections: list[dict[str, str]]) -> No
     from django.test.utils import override_settings
 
     with override_settings(TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=0, TRAILCACHE_SYNC_CHUNK_LIMIT=0):
-        services.sections_upsert(tenant=run.tenant, sections=sections)
+        sections_upsert(tenant=run.tenant, sections=sections)
     assert run.fts is not None
     run.fts.refresh([s["id"] for s in sections])
 
@@ -532,7 +534,7 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
     # `active`, so only read-time validation stands between a recall and changed text.
     waves = [edited[i::EDIT_WAVES] for i in range(EDIT_WAVES)]
     replay_at = {round(i * len(paraphrases) / EDIT_WAVES): wave for i, wave in enumerate(waves)}
-    recall = run.recall_fn(scope)
+    ask = run.recall_fn(scope)
     tc = Counter()
     nv = Counter()
     try:
@@ -544,7 +546,7 @@ def _staleness(run: Run, questions: list[Question], phase1: Sequence[AgentRun],
                                                        for s in wave if s in originals])
                     tc["active_trails_citing_edited"] = max(
                         tc["active_trails_citing_edited"], _active_citing(run, scope, edited_set))
-                r = recall(p)
+                r = ask(p)
                 tc[r["outcome"]] += 1
                 served = {s["id"]: s["text"] for s in r["sections"] if s.get("text") is not None}
                 current = run.fts.texts(served)

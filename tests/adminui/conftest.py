@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from cachecore import services
 from cachecore.models import Trail
+from cachecore.services.recall import recall
+from cachecore.services.sections import sections_upsert
+from cachecore.services.trails import trail_record
 from tenants.models import Role, Tenant
 from tenants.services import operator_create, tenant_create
 
@@ -39,7 +41,7 @@ class ConsoleWorld:
 
 
 def record(tenant: Tenant, query: str, cited: list[str], *, scope: str = "default", subject: str = "") -> Trail:
-    return services.trail_record(
+    return trail_record(
         tenant=tenant, scope=scope, query=query, cited=cited, subject=subject,
         steps=[{"tool": "search", "args": {"q": query}, "returned": cited}],
         signal={"source": "caller", "accepted": True},
@@ -69,16 +71,16 @@ def fast_password_hashing(settings: Any) -> None:
 def world(db: None) -> ConsoleWorld:
     tenant = tenant_create(slug="acme", name="Acme Docs")
     other = tenant_create(slug="globex", name="Globex")
-    services.sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
-    services.sections_upsert(tenant=other, sections=[{"id": "globex#1", "text": "Globex private text."}])
+    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
+    sections_upsert(tenant=other, sections=[{"id": "globex#1", "text": "Globex private text."}])
     trails = [
         record(tenant, "How do I install Acme Sync on Ubuntu?", ["manual/install.md#linux"], subject="user-7"),
         record(tenant, "How do I reset my password?", ["manual/account.md#password"]),
         record(tenant, "What happens on a sync conflict?", ["manual/sync.md#conflicts", "manual/install.md#linux"],
                scope="group:premium"),
     ]
-    services.recall(tenant=tenant, scope="default", query="How do I install Acme Sync on Ubuntu?")
-    services.recall(tenant=tenant, scope="default", query="unrelated question about invoices")
+    recall(tenant=tenant, scope="default", query="How do I install Acme Sync on Ubuntu?")
+    recall(tenant=tenant, scope="default", query="unrelated question about invoices")
     other_trail = record(other, "Globex secret question", ["globex#1"])
     users = {
         role: operator_create(email=f"{role}@acme.test", password=PASSWORD, tenant=tenant, role=role)

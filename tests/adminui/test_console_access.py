@@ -11,8 +11,9 @@ import pytest
 from django.urls import URLPattern, resolve
 
 from adminui import urls as console_urls
-from cachecore import services
 from cachecore.models import Job, JobKind, RecallEvent, Trail, TrailStatus
+from cachecore.services.erasure import subject_erase_request
+from cachecore.services.exports import export_request
 from cachecore.services.jobs import job_execute
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create
@@ -45,9 +46,9 @@ PAGES: dict[str, tuple[Callable, set[str]]] = {
 def jobs_world(world, settings, tmp_path):
     """The console world plus a finished export (its file on disk) and an erasure job."""
     settings.MEDIA_ROOT = tmp_path / "media"
-    world.export_job = services.export_request(tenant=world.tenant, format="csv", actor_label="test")
+    world.export_job = export_request(tenant=world.tenant, format="csv", actor_label="test")
     job_execute(job_id=str(world.export_job.pk))
-    world.erase_job = services.subject_erase_request(tenant=world.tenant, subject="nobody", actor_label="test")
+    world.erase_job = subject_erase_request(tenant=world.tenant, subject="nobody", actor_label="test")
     return world
 
 

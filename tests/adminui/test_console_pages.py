@@ -8,8 +8,12 @@ import re
 
 import pytest
 
-from cachecore import selectors, services
 from cachecore.models import Trail, TrailStatus
+from cachecore.selectors.recalls import recall_daily_counts
+from cachecore.services.feedback import feedback_apply
+from cachecore.services.recall import recall
+from cachecore.services.sections import section_delete, sections_upsert
+from cachecore.services.trails import trail_set_status, trails_purge
 from tenants.models import ApiKey, AuditAction, AuditEntry
 from tenants.services import api_key_create
 
@@ -71,15 +75,15 @@ def test_trail_detail_query_count_does_not_grow_with_citations_or_recalls(world)
 
     small = queries()  # 2 cited sections, no recall of this trail yet
     extra = {f"manual/extra.md#part-{i}": f"Extra part {i} about sync conflicts." for i in range(8)}
-    services.sections_upsert(tenant=world.tenant, sections=[{"id": k, "text": v} for k, v in extra.items()])
+    sections_upsert(tenant=world.tenant, sections=[{"id": k, "text": v} for k, v in extra.items()])
     position = Citation.objects.filter(trail=trail).count()
     Citation.objects.bulk_create([
         Citation(trail=trail, tenant=world.tenant, section_id=sid, position=position + i, recorded_hash="0" * 64)
         for i, sid in enumerate(extra)
     ])
     for _ in range(6):
-        result = services.recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
-        services.feedback_apply(tenant=world.tenant, recall_id=result.recall_id, accepted=True)
+        result = recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
+        feedback_apply(tenant=world.tenant, recall_id=result.recall_id, accepted=True)
     body = client.get(url).content.decode()
     assert "manual/extra.md#part-7" in body and "Not recalled yet" not in body  # the larger trail is shown
     large = queries()  # 10 cited sections (8 of them changed), 6 recalls with feedback
@@ -95,7 +99,7 @@ def test_dashboard_numbers_agree_with_the_stats_api(world, make_caller):
     assert int(kpi["recalls"]) == api["recalls"] == 2
     for rate in ("hit_rate", "stale_rate", "escalation_rate"):  # one decimal under 10 %
         assert float(kpi[rate]) == pytest.approx(api[rate] * 100, abs=0.5)
-    daily = selectors.recall_daily_counts(tenant=world.tenant, days=7)
+    daily = recall_daily_counts(tenant=world.tenant, days=7)
     assert len(daily) == 7
     assert sum(d["prefetch"] + d["hint"] + d["miss"] for d in daily) == api["recalls"]
     assert sum(d["miss"] for d in daily) == api["miss"]
@@ -112,11 +116,11 @@ def test_recall_daily_counts_includes_empty_days_and_respects_the_window(world):
     from cachecore.models import RecallEvent
     old = RecallEvent.objects.filter(tenant=world.tenant).first()
     RecallEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
-    daily = selectors.recall_daily_counts(tenant=world.tenant, days=7)
+    daily = recall_daily_counts(tenant=world.tenant, days=7)
     assert [d["day"] for d in daily] == sorted(d["day"] for d in daily)
     assert daily[-1]["day"] == timezone.now().date()
     assert sum(d["prefetch"] + d["hint"] + d["miss"] for d in daily[-4:-3]) == 1
-    assert sum(sum((d["prefetch"], d["hint"], d["miss"])) for d in selectors.recall_daily_counts(
+    assert sum(sum((d["prefetch"], d["hint"], d["miss"])) for d in recall_daily_counts(
         tenant=world.tenant, days=1)) == 1
 
 
@@ -126,7 +130,7 @@ def test_trail_list_filters_by_text_scope_status_and_sorts(world):
     assert "reset my password" in body and "Ubuntu" not in body
     body = client.get("/console/trails/?tenant=acme&scope=group:premium").content.decode()
     assert "sync conflict" in body and "reset my password" not in body
-    services.trail_set_status(tenant=world.tenant, trail_ids=[world.trails[1].pk], status=TrailStatus.QUARANTINED,
+    trail_set_status(tenant=world.tenant, trail_ids=[world.trails[1].pk], status=TrailStatus.QUARANTINED,
                               actor_label="test")
     body = client.get("/console/trails/?tenant=acme&status=quarantined").content.decode()
     assert "reset my password" in body and "Ubuntu" not in body
@@ -187,8 +191,8 @@ def test_bulk_action_rejects_foreign_redirects_and_empty_selection(world):
 
 def test_trail_detail_shows_steps_cited_state_now_and_recall_history(world):
     trail = world.trails[2]
-    services.sections_upsert(tenant=world.tenant, sections=[{"id": "manual/sync.md#conflicts", "text": "Rewritten."}])
-    services.recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
+    sections_upsert(tenant=world.tenant, sections=[{"id": "manual/sync.md#conflicts", "text": "Rewritten."}])
+    recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
     body = world.client("compliance").get(f"/console/trails/{trail.pk}/?tenant=acme").content.decode()
     assert "What happens on a sync conflict?" in body
     assert 'state-changed">changed<' in body and 'state-valid">valid<' in body
@@ -227,7 +231,7 @@ def test_sections_search_and_detail_with_special_characters(world):
     assert "apt install acme-sync" in detail
     assert "How do I install Acme Sync on Ubuntu?" in detail and "What happens on a sync conflict?" in detail
     assert client.get("/console/sections/detail/?tenant=acme&id=nope").status_code == 404
-    services.section_delete(tenant=world.tenant, section_id="manual/account.md#password")
+    section_delete(tenant=world.tenant, section_id="manual/account.md#password")
     gone = client.get("/console/sections/detail/?tenant=acme&id=manual%2Faccount.md%23password").content.decode()
     assert "deleted" in gone and "reset my password" in gone
 
@@ -277,7 +281,7 @@ def test_api_key_is_shown_once_then_revoked(world):
 
 
 def test_audit_log_filters_by_action_actor_and_date(world):
-    services.trails_purge(tenant=world.tenant, trail_ids=[world.trails[0].pk], actor_label="operator:a@x.test")
+    trails_purge(tenant=world.tenant, trail_ids=[world.trails[0].pk], actor_label="operator:a@x.test")
     api_key_create(tenant=world.tenant, name="k", actor_label="operator:b@x.test")
     client = world.client("compliance")
     body = client.get("/console/audit/?tenant=acme&action=trail.purge", **HTMX).content.decode()

@@ -33,9 +33,9 @@ def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its
     assert set(metrics.install_recall_timers()) == {
         "trails_invalidate_for_sections", "trails_invalidate_schedule", "trails_invalidate_job_run",
     }
-    from cachecore import services
+    from cachecore.services.recall import recall
 
-    result = services.recall(tenant=make_tenant(), scope="default", query="anything at all")
+    result = recall(tenant=make_tenant(), scope="default", query="anything at all")
     assert set(result.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
     assert set(metrics.PHASES) <= set(result.timings)
 

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from cachecore.models import Citation, Job, JobStatus, RecallEvent, Trail
-from cachecore.services import export_request, subject_erase_request, subject_hash
+from cachecore.services.erasure import subject_erase_request
+from cachecore.services.exports import export_request
+from cachecore.services.subjects import subject_hash
 from tenants.models import AuditAction, AuditEntry
 from tests.background.factories import make_recall_event, make_trail
 
@@ -76,7 +78,7 @@ def test_a_queued_export_filtered_on_an_erased_subject_exports_nothing(make_tena
     make_trail(tenant, subject=SUBJECT)
     make_trail(tenant, subject="bob")
     export = export_request(tenant=tenant, format="jsonl", subject=SUBJECT, actor_label="x")
-    from cachecore.services import subject_erase
+    from cachecore.services.erasure import subject_erase
 
     subject_erase(tenant=tenant, subject=SUBJECT, actor_label="x")
     run_jobs()

@@ -13,8 +13,8 @@ import time_machine
 from django.utils import timezone
 
 from cachecore.models import Job, JobStatus, TrailStatus
-from cachecore.services import retention_sweep
 from cachecore.services.exports import export_path
+from cachecore.services.retention import retention_sweep
 from tenants.models import AuditAction, AuditEntry
 from tests.background.factories import make_trail
 

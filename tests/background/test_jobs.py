@@ -10,8 +10,8 @@ import pytest
 from django.db import OperationalError, connection
 
 from cachecore.models import Job, JobKind, JobStatus, Section, SectionChunk, Trail, TrailStatus
-from cachecore.services import job_create, job_execute, jobs_requeue
 from cachecore.services import jobs as jobs_module
+from cachecore.services.jobs import job_create, job_execute, jobs_requeue
 from cachecore.tasks import job_run
 from config.celery import app as celery_app
 from tests.background.factories import make_trail

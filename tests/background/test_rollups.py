@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from cachecore.models import DailyStat, RecallEvent
-from cachecore.selectors import recall_daily_counts
-from cachecore.services import stats_rollup, stats_rollup_tenant
+from cachecore.selectors.recalls import recall_daily_counts
+from cachecore.services.rollups import stats_rollup, stats_rollup_tenant
 from tests.background.factories import make_recall_event
 
 pytestmark = pytest.mark.django_db

@@ -117,12 +117,13 @@ def fast_password_hashing(settings: Any) -> None:
 
 @pytest.fixture
 def console_tenant(transactional_db: None) -> Any:
-    from cachecore import services
+    from cachecore.services.sections import sections_upsert
+    from cachecore.services.trails import trail_record
     from tenants.models import Role
     from tenants.services import operator_create, tenant_create
 
     tenant = tenant_create(slug="acme", name="Acme Docs")
-    services.sections_upsert(tenant=tenant, sections=[
+    sections_upsert(tenant=tenant, sections=[
         {"id": "manual/install.md#linux", "text": "Install with apt install acme-sync on Debian and Ubuntu."},
         {"id": "manual/account.md#password", "text": "To reset your password, choose Forgot password."},
         {"id": "manual/sync.md#conflicts", "text": "When a file changes on two devices, both copies are kept."},
@@ -132,7 +133,7 @@ def console_tenant(transactional_db: None) -> Any:
         ("How do I reset my password?", "manual/account.md#password"),
         ("What happens on a sync conflict?", "manual/sync.md#conflicts"),
     ]:
-        services.trail_record(tenant=tenant, scope="default", query=query, cited=[cited],
+        trail_record(tenant=tenant, scope="default", query=query, cited=[cited],
                               steps=[{"tool": "search", "args": {"q": query}, "returned": [cited]}],
                               signal={"source": "caller", "accepted": True})
     for role in (Role.SUPPORT, Role.ADMIN):

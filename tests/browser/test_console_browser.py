@@ -64,10 +64,10 @@ def test_change_retention_and_see_the_audit_entry(page, watch, live_server, cons
 
 
 def test_dashboard_window_switches_in_place(page, live_server, console_tenant):
-    from cachecore import services
+    from cachecore.services.recall import recall
 
     for query in ("How do I install Acme Sync on Ubuntu?", "something else entirely"):
-        services.recall(tenant=console_tenant, scope="default", query=query)
+        recall(tenant=console_tenant, scope="default", query=query)
     login(page, live_server, "admin@acme.test", next_path=quote("/console/?tenant=acme&days=30"))
     page.wait_for_selector("#dashboard svg")
     assert int(page.inner_text("[data-kpi=recalls]")) == 2

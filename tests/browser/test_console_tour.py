@@ -29,15 +29,16 @@ WIDTHS = {"desktop": 1400, "phone": 390}
 
 @pytest.fixture
 def demo_world(transactional_db: None) -> dict[str, Any]:
-    from cachecore import services
+    from cachecore.services.sections import sections_upsert
+    from cachecore.services.trails import trail_record
     from tenants.services import operator_create, tenant_create
 
     demo = tenant_create(slug="demo", name="Demo Docs Inc.")
     seed_demo_data(tenant=demo)
     # A throw-away tenant that sorts first, as a test run leaves behind: not where anyone lands.
     scratch = tenant_create(slug="aaa-scratch", name="Scratch")
-    services.sections_upsert(tenant=scratch, sections=[{"id": "s#1", "text": "Scratch text."}])
-    services.trail_record(tenant=scratch, scope="default", query="scratch question", cited=["s#1"], steps=[],
+    sections_upsert(tenant=scratch, sections=[{"id": "s#1", "text": "Scratch text."}])
+    trail_record(tenant=scratch, scope="default", query="scratch question", cited=["s#1"], steps=[],
                           signal={"source": "caller", "accepted": True})
     operator_create(email="root@trailcache.test", password=PASSWORD, tenant=None, role=None, superuser=True)
     install = Trail.objects.get(tenant=demo, query="How do I install Acme Sync on Ubuntu?")

@@ -11,9 +11,11 @@ import time_machine
 from django.core.management import call_command
 from django.utils import timezone
 
-from cachecore import selectors, services
 from cachecore.demo import ERASED_SUBJECT, PENDING_QUERY, seed_demo_data
 from cachecore.models import DailyStat, RecallEvent, Trail, TrailStatus
+from cachecore.selectors.stats import stats_for_tenant
+from cachecore.selectors.trails import top_trails_by_hits
+from cachecore.services.retention import tenant_retention_sweep
 from tenants.models import AuditAction, AuditEntry, Tenant
 from tenants.services import tenant_create
 
@@ -33,7 +35,7 @@ def demo() -> Tenant:
 
 
 def test_the_retention_sweep_right_after_seeding_redacts_and_deletes_nothing(demo):
-    result = services.tenant_retention_sweep(tenant=demo)
+    result = tenant_retention_sweep(tenant=demo)
     assert (result.redacted_trail_queries, result.redacted_recall_queries, result.recall_events,
             result.expired_trails, result.pending_trails) == (0, 0, 0, 0, 0)
     trails = Trail.objects.filter(tenant=demo)
@@ -66,9 +68,9 @@ def test_every_outcome_and_status_the_console_shows_is_there(demo):
     quarantined = Trail.objects.get(tenant=demo, status=TrailStatus.QUARANTINED)
     assert quarantined.negative_feedback == 1
     # The dashboard's top trails are readable questions.
-    top = selectors.top_trails_by_hits(tenant=demo, limit=10)
+    top = top_trails_by_hits(tenant=demo, limit=10)
     assert len(top) >= 7 and all(t.query for t in top)
-    stats = selectors.stats_for_tenant(tenant=demo, since=timezone.now() - timedelta(days=30))
+    stats = stats_for_tenant(tenant=demo, since=timezone.now() - timedelta(days=30))
     assert stats["recalls"] > 100 and 0 < stats["hit_rate"] < 1 and stats["stale_rate"] > 0
     assert stats["escalation_rate"] > 0
 
@@ -93,7 +95,7 @@ def test_seeding_twice_the_same_day_changes_nothing(demo):
 def test_a_run_weeks_later_regenerates_inside_the_windows(demo):
     later = timezone.now() + timedelta(days=40)
     with time_machine.travel(later, tick=False):
-        services.tenant_retention_sweep(tenant=demo)  # what the beat did meanwhile
+        tenant_retention_sweep(tenant=demo)  # what the beat did meanwhile
         assert seed_demo_data(tenant=demo)
         assert not Trail.objects.filter(tenant=demo, query_redacted_at__isnull=False).exists()
         newest = max(RecallEvent.objects.filter(tenant=demo).values_list("created_at", flat=True))
@@ -106,7 +108,7 @@ def test_shorter_retention_keeps_the_demo_inside_it():
     Tenant.objects.filter(pk=tenant.pk).update(query_retention_days=10, recall_log_retention_days=12)
     tenant.refresh_from_db()
     seed_demo_data(tenant=tenant)
-    result = services.tenant_retention_sweep(tenant=tenant)
+    result = tenant_retention_sweep(tenant=tenant)
     assert result.redacted_trail_queries == result.recall_events == 0
 
 

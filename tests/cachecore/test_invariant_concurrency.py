@@ -6,9 +6,11 @@ import threading
 import pytest
 from django.db import connection
 
-from cachecore import services
 from cachecore.engine.text import content_hash
 from cachecore.models import Citation
+from cachecore.services.recall import recall
+from cachecore.services.sections import sections_upsert
+from cachecore.services.trails import trail_record
 
 ORIGINAL = {
     "doc#install": "To install Acme on Debian, run apt install acme. The service starts at boot.",
@@ -20,8 +22,8 @@ QUERY = "How do I install and configure Acme on Debian?"
 @pytest.mark.django_db(transaction=True)
 def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tenant):
     tenant = make_tenant()
-    services.sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
-    trail = services.trail_record(
+    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
+    trail = trail_record(
         tenant=tenant, scope="default", query=QUERY, steps=[], cited=list(ORIGINAL),
         signal={"source": "caller", "accepted": True},
     )
@@ -38,7 +40,7 @@ def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tena
                 i += 1
                 # Alternate between the recorded text and a changed one, so prefetches happen too.
                 text = ORIGINAL[section_id] if i % 2 else f"{ORIGINAL[section_id]} (edit {i})"
-                services.sections_upsert(tenant=tenant, sections=[{"id": section_id, "text": text}])
+                sections_upsert(tenant=tenant, sections=[{"id": section_id, "text": text}])
                 # Put the trail back in play when both sections match again.
                 if i % 2:
                     trail.__class__.objects.filter(pk=trail.pk).update(status="active")
@@ -50,7 +52,7 @@ def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tena
     def reader() -> None:
         try:
             for _ in range(40):
-                result = services.recall(tenant=tenant, scope="default", query=QUERY)
+                result = recall(tenant=tenant, scope="default", query=QUERY)
                 outcomes.append(result.outcome)
                 for section in result.sections:
                     if "text" in section:

@@ -2,16 +2,18 @@
 
 import importlib
 
-from cachecore import services
+from cachecore.services.recall import recall
+from cachecore.services.sections import sections_upsert
+from cachecore.services.trails import trail_record
 
 
 def _seed(tenant, trails, sections_per_trail):
     sections = [{"id": f"doc#{i}", "text": f"Section {i} explains how to install Acme, step {i}."}
                 for i in range(trails * sections_per_trail)]
-    services.sections_upsert(tenant=tenant, sections=sections)
+    sections_upsert(tenant=tenant, sections=sections)
     for t in range(trails):
         cited = [f"doc#{t * sections_per_trail + j}" for j in range(sections_per_trail)]
-        services.trail_record(tenant=tenant, scope="default", query=f"How do I install Acme, variant {t}?",
+        trail_record(tenant=tenant, scope="default", query=f"How do I install Acme, variant {t}?",
                               steps=[], cited=cited, signal={"source": "caller", "accepted": True})
 
 
@@ -25,9 +27,9 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
     _seed(small, trails=1, sections_per_trail=1)
     _seed(large, trails=5, sections_per_trail=8)
     for tenant in (small, large):
-        services.recall(tenant=tenant, scope="default", query="warm the scope-size cache")
+        recall(tenant=tenant, scope="default", query="warm the scope-size cache")
         with django_assert_max_num_queries(8):
-            result = services.recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+            result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
         assert result.outcome == "prefetch"
     assert len(result.trails) == 5 and len(result.sections) == 40
 
@@ -46,7 +48,7 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
             return cur.fetchone()[0]
 
     before = hot_updates()
-    result = services.recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+    result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
     assert result.outcome == "prefetch"
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cachecore import services
 from cachecore.models import Job, JobKind, Section, Trail, TrailStatus
+from cachecore.services.sections import section_chunks_compute, sections_upsert
 from tests.background.factories import make_trail
 
 TEXT = "Set the timeout in the configuration file. The default is thirty seconds."
@@ -16,7 +16,7 @@ TEXT = "Set the timeout in the configuration file. The default is thirty seconds
 def test_chunks_now_embeds_in_the_call_whatever_the_size(make_tenant, settings):
     settings.TRAILCACHE_SYNC_CHUNK_LIMIT = 0
     tenant = make_tenant()
-    services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="now")
+    sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="now")
     assert Section.objects.get(tenant=tenant).chunks_ready
     assert not Job.objects.exists()
 
@@ -24,35 +24,35 @@ def test_chunks_now_embeds_in_the_call_whatever_the_size(make_tenant, settings):
 @pytest.mark.django_db
 def test_chunks_later_leaves_them_to_the_caller(make_tenant):
     tenant = make_tenant()
-    services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="later")
+    sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="later")
     section = Section.objects.get(tenant=tenant)
     assert not section.chunks_ready and not Job.objects.exists()
-    services.section_chunks_compute(section_pks=[section.pk])
+    section_chunks_compute(section_pks=[section.pk])
     assert Section.objects.get(pk=section.pk).chunks_ready
 
 
 @pytest.mark.django_db
 def test_chunks_job_writes_a_job_even_for_one_section(make_tenant):
     tenant = make_tenant()
-    services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="job")
+    sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}], chunks="job")
     assert Job.objects.filter(tenant=tenant, kind=JobKind.SECTION_CHUNKS).count() == 1
 
 
 @pytest.mark.django_db
 def test_invalidation_job_and_now_override_the_size_rule(make_tenant, settings):
     tenant = make_tenant()
-    services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}])
+    sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT}])
     trail = make_trail(tenant, query="timeout?", cited=["a"])
-    result = services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT + " Changed."}],
+    result = sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT + " Changed."}],
                                       invalidation="job")
     assert result.invalidated_trails == 1
     assert Job.objects.filter(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE).count() == 1
     assert Trail.objects.get(pk=trail.pk).status == TrailStatus.ACTIVE  # the job marks it
     settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = 0
-    services.sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT + " Again."}], invalidation="now")
+    sections_upsert(tenant=tenant, sections=[{"id": "a", "text": TEXT + " Again."}], invalidation="now")
     assert Trail.objects.get(pk=trail.pk).status == TrailStatus.STALE
 
 
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError):
-        services.sections_upsert(tenant=None, sections=[], chunks="sometimes")  # type: ignore[arg-type]
+        sections_upsert(tenant=None, sections=[], chunks="sometimes")  # type: ignore[arg-type]

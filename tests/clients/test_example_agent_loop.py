@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 
-from cachecore import demo, services
+from cachecore import demo
+from cachecore.services.sections import sections_upsert
 from examples.agent_loop import DEMO_SECTION_IDS
 
 
@@ -17,7 +18,7 @@ def test_the_example_reads_exactly_the_demo_sections():
 
 def test_the_example_misses_records_then_is_served_then_hinted(make_service):
     service = make_service(coverage_floor=demo.DEMO_COVERAGE_FLOOR)
-    services.sections_upsert(tenant=service.tenant, sections=[{"id": k, "text": v} for k, v in demo.SECTIONS.items()])
+    sections_upsert(tenant=service.tenant, sections=[{"id": k, "text": v} for k, v in demo.SECTIONS.items()])
     run = subprocess.run(
         [sys.executable, "examples/agent_loop.py", "--scope", "example:test"], capture_output=True, text=True,
         env={**os.environ, "TRAILCACHE_URL": service.url, "TRAILCACHE_API_KEY": service.api_key}, timeout=300,

@@ -84,7 +84,7 @@ SIZES = {"trails": 60, "duplicates": 10, "non_duplicates": 10}
 
 @pytest.fixture(scope="module")
 def replay(django_db_setup, django_db_blocker):  # noqa: ANN001 - pytest-django fixtures
-    from cachecore import services
+    from cachecore.services.recall import recall
     from tenants.models import Tenant
 
     with django_db_blocker.unblock():
@@ -92,7 +92,7 @@ def replay(django_db_setup, django_db_blocker):  # noqa: ANN001 - pytest-django 
         tenant = Tenant.objects.get(slug=report["meta"]["tenant"])
         try:
             dup = next(d for d in report["details"] if d["label"] == "duplicate")
-            control = services.recall(tenant=tenant, scope="qqp", query=dup["pair_question"])
+            control = recall(tenant=tenant, scope="qqp", query=dup["pair_question"])
         finally:
             Tenant.objects.filter(pk=tenant.pk).delete()
     return report, dup, control

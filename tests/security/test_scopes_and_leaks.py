@@ -8,8 +8,9 @@ import threading
 import pytest
 from django.db import IntegrityError, connection
 
-from cachecore import services
+from api.views import core as core_views
 from cachecore.models import Job, JobKind, JobStatus, Section, Trail
+from cachecore.services.sections import sections_upsert
 
 QUERY = "How do I configure Acme?"
 
@@ -47,7 +48,7 @@ def test_a_failed_exports_status_gives_a_code_not_the_exception_text(caller):
 
 
 def test_an_upsert_that_loses_a_creation_race_is_retried_not_a_500(caller, monkeypatch):
-    real = services.sections_upsert
+    real = sections_upsert
     calls = []
 
     def lose_once(**kwargs):
@@ -57,7 +58,7 @@ def test_an_upsert_that_loses_a_creation_race_is_retried_not_a_500(caller, monke
             raise IntegrityError('duplicate key value violates unique constraint "section_tenant_external_id"')
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "sections_upsert", lose_once)
+    monkeypatch.setattr(core_views, "sections_upsert", lose_once)
     response = caller.put("/api/v1/sections", {"sections": [{"id": "new#1", "text": "fresh text"}]})
     assert response.status_code == 200, response.content
     assert response.json()["unchanged"] == 1 and len(calls) == 2

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from cachecore.services import retention_sweep
+from cachecore.services.retention import retention_sweep
 
 
 class Command(BaseCommand):

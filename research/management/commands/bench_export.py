@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from cachecore.embedding import DIMENSIONS
 from cachecore.models import Citation, Job, JobKind, Trail, TrailStatus
-from cachecore.services import job_create, job_execute
+from cachecore.services.jobs import job_create, job_execute
 from tenants.models import Tenant
 from tenants.services import tenant_create
 

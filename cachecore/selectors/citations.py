@@ -1,0 +1,98 @@
+"""Reads of citations: each trail's cited sections as they are now (one snapshot), and the
+trails citing a section with their citation state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+
+from cachecore.embedding import get_embedder
+from cachecore.models import Citation, Section
+from cachecore.selectors.nearest import vector_literal
+from tenants.models import Tenant
+
+
+@dataclass(frozen=True)
+class CitedSection:
+    section_id: str
+    recorded_hash: str
+    current_hash: str | None
+    text: str | None
+    token_count: int
+    pk: int | None
+    # Which of the given query terms the section's text holds (empty when none were asked).
+    query_terms: frozenset[str] = frozenset()
+    # Best cosine of the query against the section's chunks of its current hash (None: no
+    # query given, or no chunks ready), and the same for the trail's own question.
+    coverage: float | None = None
+    trail_coverage: float | None = None
+
+
+def cited_sections_for_trails(
+    *, trail_ids: list[str], query_terms: list[str] | None = None, embedding: np.ndarray | None = None
+) -> dict[str, list[CitedSection]]:
+    """Each trail's citations with each section's current hash and text, in citation order,
+    from one statement (one snapshot): the text served always belongs to the hash checked.
+    With ``query_terms``, also which of them each section's text holds; with the query's
+    ``embedding``, its coverage by each section's chunks."""
+    by_trail: dict[str, list[CitedSection]] = {str(t): [] for t in trail_ids}
+    if not trail_ids:
+        return by_trail
+    terms = query_terms or []
+    coverage = (
+        "cov.query, cov.trail FROM cachecore_citation c "
+        "JOIN cachecore_trail tr ON tr.id = c.trail_id LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
+        "LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> %s::vector)) AS query, "
+        "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
+        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
+        if embedding is not None else
+        "NULL::float8, NULL::float8 FROM cachecore_citation c LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
+    )
+    params: list[object] = [terms, terms, terms]
+    if embedding is not None:
+        params += [vector_literal(embedding), get_embedder().version]
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
+            "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
+            "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
+            f"{coverage} "
+            "WHERE c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
+            [*params, [str(t) for t in trail_ids]],
+        )
+        for r in cur.fetchall():
+            by_trail[str(r[0])].append(CitedSection(
+                r[1], r[2], r[3], r[4], r[5] or 0, r[6], frozenset(r[7] or ()),
+                float(r[8]) if r[8] is not None else None, float(r[9]) if r[9] is not None else None,
+            ))
+    return by_trail
+
+
+def cited_sections_now(*, trail_id: str) -> list[CitedSection]:
+    """One trail's citations with the sections' current state (see cited_sections_for_trails)."""
+    return cited_sections_for_trails(trail_ids=[str(trail_id)])[str(trail_id)]
+
+
+def trails_citing_with_state(*, tenant: Tenant, section: Section | None, section_id: str,
+                             limit: int = 100) -> list[dict[str, object]]:
+    """Trails citing a section, newest first, each with the hash it recorded and whether
+    that still matches the section now (valid / changed / missing). One query."""
+    from cachecore.engine.outcome import section_state
+
+    rows = (
+        Citation.objects.filter(tenant=tenant, section_id=section_id)
+        .select_related("trail")
+        .only("recorded_hash", "trail__id", "trail__scope", "trail__query", "trail__status", "trail__hits",
+              "trail__created_at")
+        .order_by("-trail__created_at")[:limit]
+    )
+    current = section.sha256 if section is not None else None
+    return [
+        {"trail": c.trail, "recorded_hash": c.recorded_hash,
+         "state": section_state(recorded_hash=c.recorded_hash, current_hash=current).value}
+        for c in rows
+    ]

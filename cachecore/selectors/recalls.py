@@ -1,0 +1,81 @@
+"""Reads of recall events: one recall, a trail's recalls, recalls per day."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from cachecore.errors import NotFound
+from cachecore.models import RecallEvent, RecallOutcome, Trail
+from tenants.models import Tenant
+
+
+def recall_event_get(*, tenant: Tenant, recall_id: object) -> RecallEvent:
+    try:
+        return RecallEvent.objects.get(tenant=tenant, pk=recall_id)
+    except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
+        raise NotFound("recall not found") from exc
+
+
+def recalls_for_trail(*, tenant: Tenant, trail: Trail, limit: int = 50) -> list[RecallEvent]:
+    return list(
+        RecallEvent.objects.filter(tenant=tenant, trail=trail)
+        .only("id", "created_at", "outcome", "similarity", "coverage", "escalated", "feedback", "scope", "query",
+              "latency_ms", "miss_reason")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def console_window_start(*, days: int) -> datetime:
+    """Start (UTC midnight) of a window of ``days`` whole days ending today: the dashboard's
+    totals (stats_for_tenant since=) and its per-day bars cover exactly the same events."""
+    today = timezone.now().astimezone(UTC).date()
+    first = today - timedelta(days=days - 1)
+    return datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+
+
+def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, object]]:
+    """Recalls per UTC day by outcome for the last ``days`` days (today included), oldest
+    first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss", "cited_prefetches"}]``. Complete days come
+    from the daily roll-up (cachecore.services.rollups); only the days after the last rolled-up
+    one (normally just today) are counted from raw events. ``tenant=None`` counts every tenant."""
+    from django.db.models.functions import TruncDate
+
+    from cachecore.models import DailyStat
+
+    start = console_window_start(days=days)
+    first = start.date()
+    today = timezone.now().astimezone(UTC).date()
+    stats = DailyStat.objects.filter(day__gte=first, day__lt=today)
+    if tenant is not None:
+        stats = stats.filter(tenant=tenant)
+    by_day: dict[object, dict[str, int]] = {
+        r["day"]: r for r in stats.values("day").annotate(prefetch=Sum("prefetch"), hint=Sum("hint"), miss=Sum("miss"),
+                                                          cited_prefetches=Sum("cited_prefetches"))
+    }
+    raw_from = datetime.combine(max(by_day) + timedelta(days=1), datetime.min.time(), tzinfo=UTC) if by_day else start
+    events = RecallEvent.objects.filter(created_at__gte=raw_from)
+    if tenant is not None:
+        events = events.filter(tenant=tenant)
+    rows = (
+        events.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            prefetch=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
+            hint=Count("id", filter=Q(outcome=RecallOutcome.HINT)),
+            miss=Count("id", filter=Q(outcome=RecallOutcome.MISS)),
+            cited_prefetches=Count("id", filter=Q(outcome=RecallOutcome.PREFETCH, served_cited__gt=0)),
+        )
+        .order_by("day")
+    )
+    by_day.update({r["day"]: r for r in rows})
+    out: list[dict[str, object]] = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        row = by_day.get(day, {})
+        out.append({"day": day, "prefetch": row.get("prefetch", 0), "hint": row.get("hint", 0),
+                    "miss": row.get("miss", 0), "cited_prefetches": row.get("cited_prefetches", 0) or 0})
+    return out

@@ -1,0 +1,62 @@
+"""Reads of sections: one section, current hashes, search, term frequencies, chunk coverage."""
+
+from __future__ import annotations
+
+import numpy as np
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from cachecore.embedding import get_embedder
+from cachecore.engine.evidence import SECTION_COUNT_TERM
+from cachecore.errors import NotFound
+from cachecore.models import Section
+from cachecore.selectors.nearest import vector_literal
+from tenants.models import Tenant
+
+
+def section_get(*, tenant: Tenant, section_id: str) -> Section:
+    try:
+        return Section.objects.get(tenant=tenant, external_id=section_id)
+    except Section.DoesNotExist as exc:
+        raise NotFound("section not found") from exc
+
+
+def sections_current_hashes(*, tenant: Tenant, section_ids: list[str]) -> dict[str, str]:
+    rows = Section.objects.filter(tenant=tenant, external_id__in=section_ids).values_list("external_id", "sha256")
+    return dict(rows)
+
+
+def sections_search(*, tenant: Tenant, q: str = "") -> QuerySet[Section]:
+    """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index)."""
+    sections = Section.objects.filter(tenant=tenant)
+    q = q.strip()
+    if q:
+        sections = sections.filter(Q(external_id__icontains=q) | Q(text__icontains=q))
+    return sections.order_by("external_id")
+
+
+def term_frequencies(*, tenant: Tenant, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """How many sections the tenant has, and how many hold each of ``terms`` (absent: none)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT term, sections FROM cachecore_termfrequency WHERE tenant_id = %s AND term = ANY(%s::text[])",
+            [tenant.pk, [SECTION_COUNT_TERM, *terms]],
+        )
+        rows = dict(cur.fetchall())
+    total = int(rows.pop(SECTION_COUNT_TERM, 0))
+    return total, {k: int(v) for k, v in rows.items()}
+
+
+def coverage_by_section(*, section_hashes: dict[int, str], embedding: np.ndarray) -> dict[int, float]:
+    """Best cosine between the query and the chunks of each section (pk → score), using only
+    chunks computed from the given hash. Sections without ready chunks are absent."""
+    if not section_hashes:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT ch.section_id, max(1 - (ch.embedding <=> %s::vector)) FROM cachecore_sectionchunk ch "
+            "JOIN unnest(%s::bigint[], %s::text[]) AS v(pk, sha) ON ch.section_id = v.pk AND ch.sha256 = v.sha "
+            "WHERE ch.embedding_model = %s GROUP BY ch.section_id",
+            [vector_literal(embedding), list(section_hashes), list(section_hashes.values()), get_embedder().version],
+        )
+        return {row[0]: float(row[1]) for row in cur.fetchall()}
