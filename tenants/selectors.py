@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.db.models import QuerySet
 from django.http import Http404
 
@@ -78,6 +79,37 @@ def operator_access(*, user: Any, tenant_slug: str | None, capability: str) -> A
 
 
 # ---- lists ----------------------------------------------------------------------------------
+
+def _active_key_sql() -> tuple[str, list[Any], list[Any]]:
+    keys, tenants = ApiKey._meta.concrete_fields, Tenant._meta.concrete_fields
+    columns = [f'k."{f.column}"' for f in keys] + [f't."{f.column}"' for f in tenants]
+    sql = (f"SELECT {', '.join(columns)} FROM {ApiKey._meta.db_table} k "
+           f"JOIN {Tenant._meta.db_table} t ON t.id = k.tenant_id "
+           "WHERE k.prefix = %s AND k.revoked_at IS NULL LIMIT 1")
+    return sql, list(keys), list(tenants)
+
+
+def _from_row(model: type, fields: list[Any], values: tuple[Any, ...]) -> Any:
+    converted = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+                 for f, v in zip(fields, values)]
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
+def api_key_active_by_prefix(prefix: str) -> ApiKey | None:
+    """The unrevoked key with this prefix, its tenant loaded, or None: on every API request, so
+    one prepared statement of fixed text instead of the ORM's query compilation (~0.8 ms less per
+    request here, research/webpath.py); the same instances the ORM would build
+    (tests/tenants/test_api_key_lookup.py)."""
+    sql, keys, tenants = _active_key_sql()
+    with connection.cursor() as cur:
+        cur.execute(sql, [prefix])
+        row = cur.fetchone()
+    if row is None:
+        return None
+    key = _from_row(ApiKey, keys, row[: len(keys)])
+    key.tenant = _from_row(Tenant, tenants, row[len(keys):])
+    return key
+
 
 def api_keys_for_tenant(*, tenant: Tenant) -> QuerySet[ApiKey]:
     return ApiKey.objects.filter(tenant=tenant).order_by("revoked_at", "-created_at")

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tenants.models import ApiKey, AuditAction, AuditEntry, Membership, Role, Tenant
+from tenants.selectors import api_key_active_by_prefix
 
 KEY_PREFIX = "tc_"
 _PREFIX_SHAPE = re.compile(r"[0-9a-f]{1,16}")
@@ -115,7 +116,7 @@ def api_key_authenticate(raw_key: str) -> ApiKey | None:
     # Prefixes are hex (api_key_create): anything else is not a key, and never reaches the database.
     if not sep or not _PREFIX_SHAPE.fullmatch(prefix):
         return None
-    key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
+    key = api_key_active_by_prefix(prefix)
     if key is None or not hmac.compare_digest(key.digest, _digest(raw_key)):
         return None
     now = timezone.now()

@@ -1,0 +1,260 @@
+"""A recall's time outside embedding and SQL, and the web worker model chosen by measurement.
+
+    .venv/bin/python -m research.webpath [--requests 200] [--seconds 8] [--levels 1,8,32]
+                                         [--models sync,gthread,asgi] [--profile] [--out reports/webpath.json]
+
+Runs on a database of its own (``trailcache_webpath`` on the embedded server, or on
+``DATABASE_URL``'s server), seeded once with one tenant, 40 sections and 200 trails.
+
+1. **In-process split** (no network): ``POST /api/v1/recall`` through the WSGI application,
+   called directly, against the recall service's own timings (``RecallResult.timings``):
+   web = request total − service total (middleware, API-key auth, throttle, DRF parsing and
+   validation, JSON rendering). Also the web path alone, with the service replaced by a canned
+   answer; ``--profile`` prints that path's top functions (cProfile).
+2. **Worker models over loopback**: gunicorn ``sync`` (2 workers), ``gthread`` (2 workers × 4
+   threads) and ASGI (``uvicorn.workers.UvicornWorker``, 2 workers), each started on a free
+   port and stopped again, at concurrency 1, 8 and 32; every request a different question (no
+   embedding-cache hits). The load generator runs on the same two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DATABASE = "trailcache_webpath"
+TOPICS = ["install", "upgrade", "proxy", "backup", "restore", "logging", "tls", "quota"]
+MODELS = {
+    "sync": {"worker_class": "sync", "threads": 1, "app": "config.wsgi:application"},
+    "gthread": {"worker_class": "gthread", "threads": 4, "app": "config.wsgi:application"},
+    "asgi": {"worker_class": "uvicorn.workers.UvicornWorker", "threads": 1, "app": "config.asgi:application"},
+}
+
+
+def _with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def prepare_database(name: str) -> str:
+    """The URL of a migrated database of this study's own; sets DATABASE_URL for this process."""
+    import psycopg
+    from psycopg import sql
+
+    base = os.environ.get("DATABASE_URL", "")
+    if not base:
+        from config import embedded_db
+
+        base = embedded_db.ensure_running()
+    url = _with_db(base, name)
+    with psycopg.connect(_with_db(url, "postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    env = dict(os.environ, DATABASE_URL=url)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    os.environ["DATABASE_URL"] = url
+    return url
+
+
+def question(i: int, variant: int = 0) -> str:
+    topic = TOPICS[i % len(TOPICS)]
+    forms = [f"How do I {topic} Acme Sync on host group {i}?",
+             f"What are the steps to {topic} Acme Sync for host group {i}?",
+             f"Acme Sync {topic} on machines of group {i}, how?"]
+    return forms[variant % len(forms)]
+
+
+def seed() -> tuple[object, str]:
+    """The study's tenant (40 sections, 200 trails, made once) and a new API key."""
+    from cachecore.models import Trail
+    from cachecore.services.sections import sections_upsert
+    from cachecore.services.trails import trail_record
+    from tenants.models import Tenant
+    from tenants.services import api_key_create, tenant_create
+
+    tenant = Tenant.objects.filter(slug="webpath").first() or tenant_create(slug="webpath")
+    if not Trail.objects.filter(tenant=tenant).exists():
+        sections_upsert(tenant=tenant, sections=[
+            {"id": f"guide/{t}-{n}.md#steps", "text": f"To {t} Acme Sync on group {n}: run acme {t} --group {n}."}
+            for n in range(5) for t in TOPICS])
+        for i in range(200):
+            cited = [f"guide/{TOPICS[i % len(TOPICS)]}-{i % 5}.md#steps"]
+            trail_record(tenant=tenant, scope="web", query=question(i), cited=cited,
+                         steps=[{"tool": "search", "args": {"q": question(i)}, "returned": cited}],
+                         signal={"source": "caller", "accepted": True})
+    _, raw = api_key_create(tenant=tenant, name="webpath")
+    return tenant, raw
+
+
+def _wsgi_call(app, body: bytes, key: str) -> tuple[str, bytes]:  # noqa: ANN001
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/recall", "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+        "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Bearer {key}", "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+    }
+    status: list[str] = []
+    chunks = app(environ, lambda s, h, exc_info=None: status.append(s))
+    payload = b"".join(chunks)
+    if hasattr(chunks, "close"):
+        chunks.close()
+    return status[0], payload
+
+
+def _med(xs: list[float]) -> float:
+    return round(statistics.median(xs), 3) if xs else 0.0
+
+
+def _p99(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3) if xs else 0.0
+
+
+def in_process(key: str, n: int, *, profile: bool) -> dict:
+    """Request total vs the service's own phases, and the web path with a canned service."""
+    from django.core.wsgi import get_wsgi_application
+
+    import api.views.core as core
+    from cachecore.services.recall import RecallResult
+
+    app = get_wsgi_application()
+    real = core.recall
+    seen: list[dict] = []
+
+    def timed(**kw):  # noqa: ANN003, ANN202
+        t0 = time.perf_counter()
+        result = real(**kw)
+        seen.append({**result.timings, "service": time.perf_counter() - t0})
+        return result
+
+    totals: list[float] = []
+    core.recall = timed
+    try:
+        for i in range(10):  # warm: model, connections, caches
+            _wsgi_call(app, json.dumps({"scope": "web", "query": f"warm-up question {i}"}).encode(), key)
+        seen.clear()
+        for i in range(n):
+            body = json.dumps({"scope": "web", "query": question(i, 1 + i % 2) + f" #{i}"}).encode()
+            t0 = time.perf_counter()
+            status, _ = _wsgi_call(app, body, key)
+            totals.append(time.perf_counter() - t0)
+            assert status.startswith("200"), status
+    finally:
+        core.recall = real
+    ms = lambda xs: [x * 1000 for x in xs]  # noqa: E731
+    web = [t - s["service"] for t, s in zip(totals, seen)]
+    phases = {p: _med(ms([s.get(p, 0.0) for s in seen])) for p in seen[0]} if seen else {}
+
+    canned = RecallResult(recall_id="00000000-0000-0000-0000-000000000000", outcome="miss", reason="no_candidates")
+    core.recall = lambda **kw: canned
+    bare: list[float] = []
+    prof = cProfile.Profile() if profile else None
+    try:
+        body = json.dumps({"scope": "web", "query": "How do I install Acme Sync?"}).encode()
+        for _ in range(20):
+            _wsgi_call(app, body, key)
+        if prof:
+            prof.enable()
+        for _ in range(n):
+            t0 = time.perf_counter()
+            _wsgi_call(app, body, key)
+            bare.append(time.perf_counter() - t0)
+        if prof:
+            prof.disable()
+    finally:
+        core.recall = real
+    top = ""
+    if prof:
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
+        top = out.getvalue()
+    return {"n": n, "request_p50_ms": _med(ms(totals)), "request_p99_ms": _p99(ms(totals)),
+            "service_phases_p50_ms": phases, "web_p50_ms": _med(ms(web)), "web_p99_ms": _p99(ms(web)),
+            "web_only_canned_service_p50_ms": _med(ms(bare)), "web_only_p99_ms": _p99(ms(bare)), "profile": top}
+
+
+def over_http(key: str, model: str, levels: list[int], n: int, seconds: float, offset: int) -> list[dict]:
+    from research.bench import httpload
+
+    cfg = MODELS[model]
+    rows = []
+    with httpload.gunicorn(database_url=os.environ["DATABASE_URL"], workers=2, worker_class=cfg["worker_class"],
+                           threads=cfg["threads"], app=cfg["app"]) as server:
+        warm = [("POST", "/api/v1/recall", json.dumps({"scope": "web", "query": f"warm {model} {i}"}).encode(), key)
+                for i in range(20)]
+        httpload.run_load(server, warm, concurrency=2, time_limit_s=30)
+        for level in levels:
+            jobs = [("POST", "/api/v1/recall",
+                     json.dumps({"scope": "web", "query": question(i, i % 3) + f" ({model} {level} {offset + i})"}
+                                ).encode(), key) for i in range(n)]
+            r = httpload.run_load(server, jobs, concurrency=level, time_limit_s=seconds)
+            rows.append({"model": model, "concurrency": level, "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+                         "per_s": r["per_s"], "n": r["n"], "errors": r["errors"]})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200, help="per in-process phase and per HTTP level")
+    parser.add_argument("--seconds", type=float, default=8.0, help="time limit per HTTP level")
+    parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--models", default="sync,gthread,asgi")
+    parser.add_argument("--database", default=DATABASE)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("TRAILCACHE_DEV", "true")
+    # The load sends more than a client should: no request-rate limits while it measures.
+    os.environ["TRAILCACHE_RATE_PER_KEY_PER_MINUTE"] = "0"
+    os.environ["TRAILCACHE_RATE_PER_TENANT_PER_MINUTE"] = "0"
+    prepare_database(args.database)
+    import django
+
+    django.setup()
+    _, key = seed()
+    load = os.getloadavg()
+    result: dict = {"load_before": load, "in_process": in_process(key, args.requests, profile=args.profile)}
+    ip = result["in_process"]
+    print(f"load average at start: {load[0]:.2f}")
+    print(f"in-process recall request p50 {ip['request_p50_ms']} ms (p99 {ip['request_p99_ms']}); service phases "
+          f"p50 {ip['service_phases_p50_ms']}")
+    print(f"web path (request − service) p50 {ip['web_p50_ms']} ms, p99 {ip['web_p99_ms']}; "
+          f"with a canned service p50 {ip['web_only_canned_service_p50_ms']} ms")
+    if args.profile:
+        print(ip["profile"])
+    rows: list[dict] = []
+    if not args.skip_http:
+        levels = [int(x) for x in args.levels.split(",")]
+        for j, model in enumerate(args.models.split(",")):
+            rows += over_http(key, model, levels, args.requests, args.seconds, offset=j * 100_000)
+        print("| worker model | concurrency | p50 ms | p99 ms | recalls/s | errors |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['model']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} | {r['per_s']} "
+                  f"| {r['errors']} |")
+    result["http"] = rows
+    result["load_after"] = os.getloadavg()
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
