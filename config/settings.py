@@ -240,6 +240,9 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY = False
 # Job state lives in job rows, not in a result backend.
 CELERY_TASK_IGNORE_RESULT = True
+# A running job whose heartbeat (its progress) is older than this is handed back to the queue by
+# the sweeper: its worker was killed. Longer than any job's quietest stretch (an export beats per batch).
+TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS = env_int("TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS", 600, minimum=5)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Changed sections per upsert above which trails are invalidated in a background job.
 TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS = env_int("TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS", 100, minimum=0)

@@ -5,7 +5,9 @@ by that tenant only and deleted after ``TRAILCACHE_EXPORT_RETENTION_DAYS``."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,16 +24,21 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
-from cachecore.services.jobs import job_create, job_progress, register
+from cachecore.services.jobs import JobFailed, job_create, job_progress, register
 from cachecore.services.subjects import subject_hash
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = ("trail_id", "query", "scope", "subject", "status", "created", "expires", "query_redacted_at",
            "cited", "hits", "positive_feedback", "negative_feedback")
 # Rows per keyset batch: one progress update and one round trip each.
 BATCH = 2000
+# A write refused for want of space (the volume, the user's quota, the file size limit): the job
+# fails as ``disk_full``, a code the export status shows, and its partial file is removed.
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 # Cells a spreadsheet would run as a formula get a leading apostrophe (CSV only).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -178,14 +185,22 @@ def export_job_run(job: Job) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".part")
     done = 0
-    with open(partial, "w", encoding="utf-8", newline="") as out:
-        writer = _Writer(out, fmt)
-        for batch in _batches(trails):
-            for row in batch:
-                writer.write(_record(row))
-            done += len(batch)
-            job_progress(job=job, done=done, total=max(total, done))
-    os.replace(partial, path)
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as out:
+            writer = _Writer(out, fmt)
+            for batch in _batches(trails):
+                for row in batch:
+                    writer.write(_record(row))
+                done += len(batch)
+                job_progress(job=job, done=done, total=max(total, done))
+        os.replace(partial, path)
+    except BaseException as exc:
+        # Never leave a half-written file behind (on a full disk it would keep the disk full).
+        partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+            log.error("export %s: no space left for %s: %s", job.pk, path.parent, exc)
+            raise JobFailed("disk_full", f"no space left on the export volume ({exc.strerror})") from exc
+        raise
     # An erasure while this export ran may have marked its file deleted (it could hold the
     # erased subject): then the file goes as soon as it is written.
     if Job.objects.filter(pk=job.pk, file_deleted_at__isnull=False).exists():

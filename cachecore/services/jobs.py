@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from celery import current_app
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.db.models import Q
@@ -29,8 +30,14 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
 # Published but never started for this long: the message may be lost with the broker; publish again.
 REPUBLISH_AFTER = timedelta(minutes=5)
-# Running without a heartbeat for this long: its worker died; hand the job back.
+# Running without a heartbeat for this long: its worker died (killed, lost its machine); the
+# sweeper hands the job back. The default of TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS.
 HEARTBEAT_TIMEOUT = timedelta(minutes=10)
+
+
+def heartbeat_timeout() -> timedelta:
+    """How long a running job may go without a heartbeat before the sweeper hands it back."""
+    return timedelta(seconds=settings.TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS)
 
 
 # The Celery task that runs a job row (cachecore/tasks.py), published by name.
@@ -42,6 +49,15 @@ _HANDLERS: dict[str, JobHandler] = {}
 
 class JobRetry(Exception):
     """Raised by a job body for a transient failure: the job goes back to the queue."""
+
+
+class JobFailed(Exception):
+    """Raised by a job body for a failure the caller should see by name (``disk_full``): the
+    job fails with that short code instead of the exception's text."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(message or code)
+        self.code = code
 
 
 class UnknownJobKind(LookupError):
@@ -100,7 +116,7 @@ def jobs_requeue(*, min_age_seconds: float = 5.0) -> int:
     """Publish queued jobs that never reached the broker (or whose message may be lost), and
     hand back running jobs whose worker went silent. Returns jobs published."""
     now = timezone.now()
-    Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - HEARTBEAT_TIMEOUT).update(
+    Job.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=now - heartbeat_timeout()).update(
         status=JobStatus.QUEUED, enqueued_at=None,
     )
     never = Q(enqueued_at__isnull=True, created_at__lte=now - timedelta(seconds=min_age_seconds))
@@ -171,6 +187,10 @@ def job_execute(*, job_id: str) -> Job | None:
     except (DatabaseError, JobRetry):
         Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(status=JobStatus.QUEUED, enqueued_at=None)
         raise
+    except JobFailed as exc:
+        log.error("job %s (%s) failed: %s (%s)", job.pk, job.kind, exc.code, exc)
+        _finish(job, status=JobStatus.FAILED, error=exc.code)
+        return job
     except Exception as exc:
         log.exception("job %s (%s) failed", job.pk, job.kind)
         _finish(job, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
