@@ -1,6 +1,9 @@
 """The one gate every console page and action goes through: login, tenant from
 ``?tenant=<slug>``, the role's capability (tenants.selectors.CAPABILITIES), the HTTP
-method, and ``Vary: HX-Request``. A view without this decorator is a bug (a test checks)."""
+method, and ``Vary: HX-Request``. It builds the request's ``Caller`` (``request.caller``,
+tenants.caller) that views read through, and answers a domain error (cachecore.errors) with the
+status its class names, as the API does (api.exceptions): views never translate them by hand.
+A view without this decorator is a bug (a test checks)."""
 
 from __future__ import annotations
 
@@ -9,11 +12,15 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.utils.cache import patch_vary_headers
 
+from adminui.rendering import console_render
+from cachecore.errors import DomainError
 from cachecore.models import Trail
+from tenants.caller import caller_for_operator
 from tenants.models import Tenant
 from tenants.selectors import SUPERUSER, operator_access, operator_tenants
 
@@ -54,7 +61,12 @@ def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), a
             else:
                 request.access = operator_access(user=request.user, tenant_slug=slug or landing_tenant_slug(request),
                                                  capability=capability)
-            response = view(request, *args, **kwargs)
+            request.caller = caller_for_operator(user=request.user, tenant=request.access.tenant,
+                                                 role=request.access.role)
+            try:
+                response = view(request, *args, **kwargs)
+            except DomainError as exc:
+                response = domain_error_response(request, exc)
             if not request.all_tenants and _remembered_slug(request) != request.access.tenant.slug:
                 _remember(response, request, request.access.tenant.slug)
             patch_vary_headers(response, ["HX-Request"])
@@ -64,6 +76,17 @@ def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), a
         return wrapper
 
     return decorate
+
+
+def domain_error_response(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    """A domain error as the console answers it: the status of its class (cachecore.errors, the
+    table the API answers by too): 404 and 403 as Django's pages, the others (409 not ready,
+    410 gone, 400, 422, 503, …) as a console page naming the problem."""
+    if exc.status_code == 404:
+        raise Http404(exc.message) from exc
+    if exc.status_code == 403:
+        raise PermissionDenied(exc.message) from exc
+    return console_render(request, "adminui/error.html", {"error": exc}, status=exc.status_code)
 
 
 def _remembered_slug(request: HttpRequest) -> str | None:

@@ -8,7 +8,7 @@ from django import forms
 from django.db import models
 from django.forms.models import fields_for_model
 
-from tenants.models import AuditAction, Tenant
+from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import SETTINGS_FIELDS
 
 
@@ -83,12 +83,36 @@ class ApiKeyCreateForm(forms.Form):
         help_text="Comma-separated. Empty: the key may use every scope.",
     )
 
+    permissions = forms.MultipleChoiceField(
+        required=False, choices=KeyPermission.choices, initial=KeyPermission.values,
+        widget=forms.SelectMultiple(attrs={"class": "input", "size": len(KeyPermission.values)}),
+        help_text="What the key may do (all selected: everything). Ctrl/⌘-click to change the selection; "
+        "a form posted without this list (a script, say) gives every permission.",
+    )
+    # Rendered by the page: tells "nothing ticked" apart from "no list sent" (→ every permission).
+    permissions_shown = forms.BooleanField(required=False, widget=forms.HiddenInput, initial=True)
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        if not data.get("permissions_shown"):
+            data["permissions"] = list(KeyPermission.values)
+        elif not data.get("permissions"):
+            self.add_error("permissions", "Choose at least one permission (or revoke the key instead).")
+        return data
+
     def clean_scope_prefixes(self) -> list[str]:
         raw = self.cleaned_data["scope_prefixes"]
         prefixes = [p.strip() for p in raw.replace("\n", ",").split(",") if p.strip()]
         if any(len(p) > 200 for p in prefixes):
             raise forms.ValidationError("A scope prefix has at most 200 characters.")
         return prefixes
+
+
+class ApiKeyPermissionsForm(forms.Form):
+    permissions = forms.MultipleChoiceField(
+        required=True, choices=KeyPermission.choices, widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Choose at least one permission (or revoke the key instead)."},
+    )
 
 
 class AuditFilterForm(forms.Form):

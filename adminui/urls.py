@@ -20,6 +20,7 @@ urlpatterns = [
     path("settings/calibration/apply/", tenant_settings.calibration_apply, name="calibration_apply"),
     path("api-keys/", apikeys.api_keys, name="apikeys"),
     path("api-keys/<uuid:key_id>/revoke/", apikeys.api_key_revoke, name="apikey_revoke"),
+    path("api-keys/<uuid:key_id>/permissions/", apikeys.api_key_permissions, name="apikey_permissions"),
     path("audit/", audit.audit_log, name="audit"),
     path("exports/", exports.export_list, name="exports"),
     path("exports/<uuid:job_id>/", exports.export_detail, name="export"),

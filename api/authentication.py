@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from tenants.models import ApiKey, Tenant
+from tenants.caller import Caller, caller_for_key
+from tenants.models import ApiKey
 from tenants.services import api_key_authenticate
-
-
-@dataclass(frozen=True)
-class ApiPrincipal:
-    """The caller behind a key: DRF's ``request.user``."""
-
-    key: ApiKey
-    is_authenticated: bool = True
-
-    @property
-    def tenant(self) -> Tenant:
-        return self.key.tenant
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[Caller, ApiKey] | None:
+        """``request.user`` is the key's ``Caller`` (tenant, scope prefixes, permissions);
+        ``request.auth`` the key itself."""
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -36,7 +25,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key = api_key_authenticate(raw.strip())
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        return ApiPrincipal(key), key
+        return caller_for_key(key), key
 
     def authenticate_header(self, request: Request) -> str:
         # Makes DRF answer 401 (not 403) to a missing or bad key.

@@ -43,6 +43,17 @@ class ScopeForbidden(DomainError):
     code = "scope_forbidden"
 
 
+class PermissionMissing(DomainError):
+    """The API key lacks the permission an endpoint needs (``permission`` names it)."""
+
+    status_code = 403
+    code = "permission_denied"
+
+    def __init__(self, permission: str) -> None:
+        permission = str(permission)
+        super().__init__(f"this API key lacks the '{permission}' permission", permission=permission)
+
+
 class Conflict(DomainError):
     status_code = 409
     code = "conflict"

@@ -4,16 +4,54 @@ recall log."""
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from pgvector.django import HnswIndex, VectorField
 
 from cachecore.embedding import DIMENSIONS, SHIPPED_MODEL_VERSION
 from tenants.models import Tenant
+
+if TYPE_CHECKING:
+    from tenants.caller import Caller
+
+
+# ---- restricted querysets: every read of a caller goes through ``visible_to(caller)`` -----------
+
+class ScopedQuerySet(models.QuerySet):
+    """Rows of the caller's tenant, within its scope prefixes (``tenants.scopes``, the one rule)
+    when the caller is limited to some. ``scope_field`` is the row's scope (or the path to it)."""
+
+    scope_field = "scope"
+
+    def visible_to(self, caller: Caller) -> ScopedQuerySet:
+        rows = self.filter(tenant=caller.tenant)
+        return rows.filter(caller.scope_q(field=self.scope_field)) if caller.scope_limited else rows
+
+
+class CitationQuerySet(ScopedQuerySet):
+    scope_field = "trail__scope"
+
+
+class SectionQuerySet(models.QuerySet):
+    def visible_to(self, caller: Caller) -> SectionQuerySet:
+        """A section has no scope of its own: a caller limited to scope prefixes sees those its
+        scopes' trails cite (others answer as if they did not exist)."""
+        rows = self.filter(tenant=caller.tenant)
+        if not caller.scope_limited:
+            return rows
+        return rows.filter(Exists(Citation.objects.visible_to(caller).filter(section_id=OuterRef("external_id"))))
+
+
+class JobQuerySet(models.QuerySet):
+    def visible_to(self, caller: Caller) -> JobQuerySet:
+        """A job spans the whole tenant (exports, erasures, fan-outs): none for a scope-limited caller."""
+        rows = self.filter(tenant=caller.tenant)
+        return rows.none() if caller.scope_limited else rows
 
 
 class Section(models.Model):
@@ -31,6 +69,8 @@ class Section(models.Model):
     terms = ArrayField(models.TextField(), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = SectionQuerySet.as_manager()
 
     class Meta:
         ordering = ["external_id"]
@@ -130,6 +170,8 @@ class Trail(models.Model):
     # citations (engine/boundary.py). Null: no boundary.
     prefetch_boundary = models.FloatField(null=True, blank=True)
 
+    objects = ScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -162,6 +204,8 @@ class Citation(models.Model):
     section_id = models.CharField(max_length=512)
     position = models.PositiveSmallIntegerField()
     recorded_hash = models.CharField(max_length=64)
+
+    objects = CitationQuerySet.as_manager()
 
     class Meta:
         ordering = ["trail", "position"]
@@ -227,6 +271,8 @@ class RecallEvent(models.Model):
     feedback_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -288,6 +334,8 @@ class Job(models.Model):
     file_expires_at = models.DateTimeField(null=True, blank=True)
     file_deleted_at = models.DateTimeField(null=True, blank=True)
 
+    objects = JobQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -342,6 +390,8 @@ class DailyStat(models.Model):
     shadow_prefetch_labelled = models.PositiveIntegerField(default=0)
     shadow_prefetch_uncited = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["tenant", "day", "scope"]

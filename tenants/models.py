@@ -10,6 +10,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from tenants.scopes import scope_allowed
+
 
 class AdmissionPolicy(models.TextChoices):
     SIGNAL = "signal", "Signal only"
@@ -151,8 +153,7 @@ class Tenant(models.Model):
 
     def shadows(self, scope: str) -> bool:
         """Whether recalls in ``scope`` run in shadow mode."""
-        return self.shadow_mode and (not self.shadow_scope_prefixes
-                                     or any(scope.startswith(p) for p in self.shadow_scope_prefixes))
+        return self.shadow_mode and scope_allowed(self.shadow_scope_prefixes, scope)
 
     def clean(self) -> None:
         super().clean()
@@ -173,6 +174,24 @@ class Tenant(models.Model):
                 raise ValidationError({"resolver_secret": "A resolver needs a secret to sign its requests."})
 
 
+class KeyPermission(models.TextChoices):
+    """What an API key may do, besides the scopes it is limited to (each API view names the one
+    it needs; api.permissions)."""
+
+    RECALL = "recall", "Recall"
+    RECORD = "record", "Record, read and delete trails"
+    FEEDBACK = "feedback", "Feedback on recalls"
+    SECTIONS_READ = "sections:read", "Read sections"
+    SECTIONS_WRITE = "sections:write", "Upsert and delete sections"
+    EXPORT = "export", "Compliance exports"
+    ERASE = "erase", "Erase a subject"
+
+
+def all_key_permissions() -> list[str]:
+    """A new key's permissions unless chosen otherwise: every one (as keys had before permissions)."""
+    return list(KeyPermission.values)
+
+
 class ApiKey(models.Model):
     """A tenant's API key: ``tc_<prefix>_<secret>``. Only the prefix and an HMAC digest of
     the whole key are stored; the key is shown once."""
@@ -183,12 +202,18 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, unique=True)
     digest = models.CharField(max_length=64)
     scope_prefixes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    permissions = ArrayField(models.CharField(max_length=32, choices=KeyPermission.choices),
+                             default=all_key_permissions, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(permissions__contained_by=KeyPermission.values),
+                                   name="apikey_permissions_known"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} (tc_{self.prefix}_…)"
@@ -196,9 +221,6 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
-
-    def allows_scope(self, scope: str) -> bool:
-        return not self.scope_prefixes or any(scope.startswith(p) for p in self.scope_prefixes)
 
 
 class Role(models.TextChoices):
@@ -226,6 +248,7 @@ class AuditAction(models.TextChoices):
     SETTINGS_CHANGE = "settings.change", "Settings changed"
     KEY_CREATE = "apikey.create", "API key created"
     KEY_REVOKE = "apikey.revoke", "API key revoked"
+    KEY_PERMISSIONS = "apikey.permissions", "API key permissions changed"
     EXPORT = "export.create", "Export requested"
     SUBJECT_ERASE = "subject.erase", "Subject erased"
     CALIBRATION_APPLY = "calibration.apply", "Calibration applied"

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from tenants.models import ApiKey, AuditAction, AuditEntry, Membership, Role, Tenant
+from tenants.models import ApiKey, AuditAction, AuditEntry, KeyPermission, Membership, Role, Tenant
 from tenants.selectors import api_key_active_by_prefix
 
 KEY_PREFIX = "tc_"
@@ -81,21 +81,51 @@ def audit_record(
     )
 
 
+def key_permissions_clean(permissions: Any) -> list[str]:
+    """Known permissions, deduplicated, in the canonical order (KeyPermission); ValueError names
+    an unknown one."""
+    given = set(permissions)
+    unknown = sorted(given - set(KeyPermission.values))
+    if unknown:
+        raise ValueError(f"unknown API key permissions: {', '.join(unknown)} "
+                         f"(known: {', '.join(KeyPermission.values)})")
+    return [p for p in KeyPermission.values if p in given]
+
+
 def api_key_create(
-    *, tenant: Tenant, name: str, scope_prefixes: list[str] | None = None, actor_label: str = "system",
-    actor: Any = None,
+    *, tenant: Tenant, name: str, scope_prefixes: list[str] | None = None, permissions: Any = None,
+    actor_label: str = "system", actor: Any = None,
 ) -> tuple[ApiKey, str]:
-    """A new key; returns (row, the raw key). The raw key is never stored: show it once."""
+    """A new key; returns (row, the raw key). The raw key is never stored: show it once.
+    ``permissions``: None gives every permission (KeyPermission); else exactly those given."""
     prefix = secrets.token_hex(4)
     raw = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    chosen = list(KeyPermission.values) if permissions is None else key_permissions_clean(permissions)
     key = ApiKey(tenant=tenant, name=name, prefix=prefix, digest=_digest(raw),
-                 scope_prefixes=[p for p in (scope_prefixes or []) if p])
+                 scope_prefixes=[p for p in (scope_prefixes or []) if p], permissions=chosen)
     key.full_clean()
     with transaction.atomic():
         key.save()
         audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_CREATE,
-                     target=f"{name} (tc_{prefix})", details={"scope_prefixes": key.scope_prefixes})
+                     target=f"{name} (tc_{prefix})",
+                     details={"scope_prefixes": key.scope_prefixes, "permissions": key.permissions})
     return key, raw
+
+
+def api_key_permissions_update(*, key: ApiKey, permissions: Any, actor_label: str, actor: Any = None) -> bool:
+    """Set a key's permissions; audited old → new when they change. Returns whether they did.
+    Takes effect on the key's next request."""
+    new = key_permissions_clean(permissions)
+    with transaction.atomic():
+        key = ApiKey.objects.select_for_update().select_related("tenant").get(pk=key.pk)
+        old = list(key.permissions)
+        if set(old) == set(new):
+            return False
+        key.permissions = new
+        key.save(update_fields=["permissions"])
+        audit_record(tenant=key.tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_PERMISSIONS,
+                     target=f"{key.name} (tc_{key.prefix})", details={"permissions": {"old": old, "new": new}})
+    return True
 
 
 def api_key_revoke(*, key: ApiKey, actor_label: str, actor: Any = None) -> ApiKey:

@@ -1,5 +1,6 @@
-"""API keys (admins): list with last use, create (the key is shown once, in the response
-to the create, never stored), revoke."""
+"""API keys (admins): list with last use and permissions, create (the key is shown once, in the
+response to the create, never stored; permissions chosen, every one by default), edit a key's
+permissions (audited old → new), revoke."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from adminui.access import console_view
-from adminui.forms import ApiKeyCreateForm
+from adminui.forms import ApiKeyCreateForm, ApiKeyPermissionsForm
 from adminui.rendering import console_render
 from adminui.views.trails import actor_label
 from tenants import selectors, services
+from tenants.models import KeyPermission
 
 
 def _page(request: HttpRequest, form: ApiKeyCreateForm, *, new_key: str = "", status: int = 200) -> HttpResponse:
     keys = selectors.api_keys_for_tenant(tenant=request.access.tenant)
-    return console_render(request, "adminui/apikeys/list.html", {"form": form, "keys": keys, "new_key": new_key},
+    return console_render(request, "adminui/apikeys/list.html",
+                          {"form": form, "keys": keys, "new_key": new_key, "permission_choices": KeyPermission.choices},
                           status=status)
 
 
@@ -29,12 +32,29 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         return _page(request, form, status=400)
     key, raw = services.api_key_create(
         tenant=request.access.tenant, name=form.cleaned_data["name"],
-        scope_prefixes=form.cleaned_data["scope_prefixes"], actor_label=actor_label(request), actor=request.user,
+        scope_prefixes=form.cleaned_data["scope_prefixes"], permissions=form.cleaned_data["permissions"],
+        actor_label=actor_label(request), actor=request.user,
     )
     messages.success(request, f"Created key “{key.name}”. Copy it now: it is not shown again.")
     response = _page(request, ApiKeyCreateForm(), new_key=raw, status=201)
     response["Cache-Control"] = "no-store"
     return response
+
+
+@console_view("apikeys.manage", methods=("POST",))
+def api_key_permissions(request: HttpRequest, key_id: str) -> HttpResponse:
+    key = selectors.api_key_get(tenant=request.access.tenant, key_id=key_id)
+    form = ApiKeyPermissionsForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"“{key.name}”: {error}")
+    elif services.api_key_permissions_update(key=key, permissions=form.cleaned_data["permissions"],
+                                             actor_label=actor_label(request), actor=request.user):
+        messages.success(request, f"Permissions of “{key.name}” saved: {', '.join(form.cleaned_data['permissions'])}.")
+    else:
+        messages.info(request, f"“{key.name}”: nothing changed.")
+    return HttpResponseRedirect(f"{reverse('adminui:apikeys')}?tenant={request.access.tenant.slug}")
 
 
 @console_view("apikeys.manage", methods=("POST",))

@@ -9,9 +9,9 @@ from adminui import charts
 from adminui.access import console_view
 from adminui.rendering import console_render
 from cachecore.models import TrailStatus
-from cachecore.selectors.recalls import console_window_start, recall_daily_counts
+from cachecore.selectors.recalls import console_window_start, recall_daily_counts, recall_daily_counts_all_tenants
 from cachecore.selectors.stats import stats_all_tenants, stats_for_tenant
-from cachecore.selectors.trails import top_trails_by_hits
+from cachecore.selectors.trails import top_trails_by_hits, top_trails_by_hits_all_tenants
 
 WINDOWS = (7, 30, 90)
 
@@ -25,18 +25,20 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if days not in WINDOWS:
         days = 30
     since = console_window_start(days=days)
-    tenant = None if request.all_tenants else request.access.tenant
-    if tenant is None:
-        stats = stats_all_tenants(since=since)
+    caller = request.caller
+    if request.all_tenants:  # superusers only (console_view checked; the selectors check again)
+        stats = stats_all_tenants(caller=caller, since=since)
+        daily = recall_daily_counts_all_tenants(caller=caller, days=days)
+        top = top_trails_by_hits_all_tenants(caller=caller, limit=10)
     else:
-        stats = stats_for_tenant(tenant=tenant, since=since)
-    daily = recall_daily_counts(tenant=tenant, days=days)
+        stats = stats_for_tenant(caller=caller, since=since)
+        daily = recall_daily_counts(caller=caller, days=days)
+        top = top_trails_by_hits(caller=caller, limit=10)
     for d in daily:  # for the chart's table: the rate in words, not only as a line
         total = d["prefetch"] + d["hint"] + d["miss"]
         d["hit_rate"] = (d["prefetch"] + d["hint"]) / total if total else None
-    top = top_trails_by_hits(tenant=tenant, limit=10)
     savings_chart = None
-    if tenant is not None:
+    if not request.all_tenants:
         per_call = stats["savings"]["baseline_calls"]
         savings_chart = charts.bars_per_day([(d["day"], d["cited_prefetches"] * per_call) for d in daily],
                                             label="Tool calls saved per day", unit=" calls")

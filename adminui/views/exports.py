@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from adminui.access import console_view
@@ -13,9 +13,9 @@ from adminui.rendering import console_render
 from adminui.views.trails import actor_label
 from cachecore.errors import DomainError
 from cachecore.models import Job, JobKind, TrailStatus
+from cachecore.selectors.jobs import job_get, jobs_latest
 from cachecore.services import exports as export_services
 from cachecore.services.erasure import subject_erase_request
-from cachecore.services.jobs import job_get, jobs_for_tenant
 
 # htmx stops polling on this status.
 STOP_POLLING = 286
@@ -39,11 +39,9 @@ class SubjectEraseForm(forms.Form):
 
 
 def _job(request: HttpRequest, job_id: str, kind: JobKind) -> Job:
-    """The job of the operator's tenant, else 404 (another tenant's job does not exist here)."""
-    try:
-        return job_get(tenant=request.access.tenant, job_id=job_id, kind=kind)
-    except DomainError as exc:
-        raise Http404("no such job") from exc
+    """The job of the operator's tenant (NotFound → 404 by console_view: another tenant's job
+    does not exist here)."""
+    return job_get(caller=request.caller, job_id=job_id, kind=kind)
 
 
 def _job_response(request: HttpRequest, template: str, job: Job) -> HttpResponse:
@@ -55,7 +53,7 @@ def _job_response(request: HttpRequest, template: str, job: Job) -> HttpResponse
 
 
 def _exports_page(request: HttpRequest, form: ExportForm, *, status: int = 200) -> HttpResponse:
-    jobs = jobs_for_tenant(tenant=request.access.tenant, kind=JobKind.EXPORT)
+    jobs = jobs_latest(caller=request.caller, kind=JobKind.EXPORT)
     return console_render(request, "adminui/exports/list.html", {"form": form, "jobs": jobs}, status=status)
 
 
@@ -91,10 +89,8 @@ def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 @console_view("exports.manage")
 def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
     job = _job(request, job_id, JobKind.EXPORT)
-    try:
-        export = export_services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
-    except DomainError as exc:
-        raise Http404(exc.message) from exc
+    # Not done yet → 409, file deleted → 410 (console_view answers the domain error's status).
+    export = export_services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
     response = FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)
     response["Cache-Control"] = "no-store"
@@ -102,7 +98,7 @@ def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
 
 
 def _subjects_page(request: HttpRequest, form: SubjectEraseForm, *, status: int = 200) -> HttpResponse:
-    jobs = jobs_for_tenant(tenant=request.access.tenant, kind=JobKind.SUBJECT_ERASE)
+    jobs = jobs_latest(caller=request.caller, kind=JobKind.SUBJECT_ERASE)
     return console_render(request, "adminui/subjects/erase.html", {"form": form, "jobs": jobs}, status=status)
 
 

@@ -32,7 +32,7 @@ def _cited_by(tenant: Any) -> Coalesce:
 @console_view("sections.view")
 def section_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    sections = sections_search(tenant=request.access.tenant, q=q).only(*LIST_FIELDS).annotate(
+    sections = sections_search(caller=request.caller, q=q).only(*LIST_FIELDS).annotate(
         cited_by=_cited_by(request.access.tenant))
     context = {"q": q, "page": paginate(request, sections)}
     return console_render(request, "adminui/sections/list.html", context, partial="results")
@@ -45,10 +45,10 @@ def section_detail(request: HttpRequest) -> HttpResponse:
     if not section_id:
         raise Http404("no section id")
     try:
-        section = section_get(tenant=tenant, section_id=section_id)
+        section = section_get(caller=request.caller, section_id=section_id)
     except NotFound:
-        section = None
-    citing = trails_citing_with_state(tenant=tenant, section=section, section_id=section_id)
+        section = None  # deleted: still shown while trails cite it
+    citing = trails_citing_with_state(caller=request.caller, section=section, section_id=section_id)
     if section is None and not citing:
         raise Http404("section not found")
     context = {

@@ -15,6 +15,7 @@ from adminui.views.trails import actor_label
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.services import calibration
 from tenants import services
+from tenants.caller import Caller
 
 RETENTION = ("trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days")
 GROUPS = (
@@ -52,20 +53,21 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
         status = 200
     groups = [(title, [form[name] for name in names]) for title, names in GROUPS if names]
     context = {"form": form, "groups": groups, "ranges": TenantSettingsForm.ranges(),
-               **_calibration_context(tenant)}
+               **_calibration_context(request.caller)}
     return console_render(request, "adminui/settings/edit.html", context, status=status)
 
 
-def _calibration_context(tenant) -> dict:  # noqa: ANN001 - a Tenant
+def _calibration_context(caller: Caller) -> dict:
     """The operating point suggested by the agents' citations, with its evidence and plot, and
     what shadow recalls estimate."""
+    tenant = caller.tenant
     suggestion = calibration.operating_point(tenant=tenant)
     return {
         "calibration": calibration.suggestion_as_dict(suggestion, tenant=tenant),
         "calibration_chart": charts.calibration_curve(
             suggestion.curve, current=tenant.prefetch_confidence,
             suggested=suggestion.suggested.cut if suggestion.suggested else None) if suggestion else None,
-        "shadow": stats_for_tenant(tenant=tenant)["shadow"] if tenant.shadow_mode else None,
+        "shadow": stats_for_tenant(caller=caller)["shadow"] if tenant.shadow_mode else None,
     }
 
 

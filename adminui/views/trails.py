@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -15,11 +15,11 @@ from adminui.access import console_view
 from adminui.forms import TrailActionForm
 from adminui.rendering import console_render, paginate
 from cachecore.engine.outcome import section_state
-from cachecore.errors import NotFound
 from cachecore.filtersets import TrailFilterSet
-from cachecore.models import RecallEvent, TrailStatus
+from cachecore.models import TrailStatus
 from cachecore.selectors.citations import cited_sections_now
-from cachecore.selectors.trails import trail_get, trail_status_counts, trails_for_tenant
+from cachecore.selectors.recalls import recalls_for_trail
+from cachecore.selectors.trails import trail_get, trail_status_counts, trails_visible
 from cachecore.services.trails import trail_set_status, trails_purge
 
 LIST_TEMPLATE = "adminui/trails/list.html"
@@ -43,8 +43,7 @@ def _list_query(request: HttpRequest, **drop: Any) -> str:
 
 
 def _list_context(request: HttpRequest) -> dict[str, Any]:
-    tenant = request.access.tenant
-    base = trails_for_tenant(tenant=tenant).only(*LIST_FIELDS)
+    base = trails_visible(caller=request.caller).only(*LIST_FIELDS)
     filterset = TrailFilterSet(request.GET, queryset=base)
     page = paginate(request, filterset.qs)
     without_status = request.GET.copy()
@@ -95,7 +94,7 @@ def trail_action(request: HttpRequest) -> HttpResponse:
         return _after_action(request, next_url)
     action, ids = form.cleaned_data["action"], form.cleaned_data["ids"]
     if not form.cleaned_data["confirm"]:
-        count = trails_for_tenant(tenant=tenant).filter(pk__in=ids).count()
+        count = trails_visible(caller=request.caller).filter(pk__in=ids).count()
         confirm = {"action": action, "label": TrailActionForm.ACTIONS[action], "ids": ids, "count": count,
                    "next": next_url, "cancel_url": cancel_url}
         if request.htmx and not request.POST.get("next"):
@@ -123,29 +122,15 @@ def _after_action(request: HttpRequest, next_url: str) -> HttpResponse:
     return HttpResponseRedirect(next_url)
 
 
-# The recall history shows each recall's reason and confidence too (one query, no deferred
-# loads); cachecore.selectors.recalls_for_trail does not load those columns yet.
-RECALL_FIELDS = ("id", "created_at", "outcome", "reason", "confidence", "similarity", "coverage", "escalated",
-                 "feedback", "scope", "query", "miss_reason")
-
-
-def _recall_history(*, tenant: Any, trail: Any, limit: int = 50) -> list[RecallEvent]:
-    return list(RecallEvent.objects.filter(tenant=tenant, trail=trail).only(*RECALL_FIELDS)
-                .order_by("-created_at")[:limit])
-
-
 @console_view("trails.view")
 def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
-    try:
-        trail = trail_get(tenant=tenant, trail_id=trail_id)
-    except NotFound as exc:
-        raise Http404("trail not found") from exc
+    trail = trail_get(caller=request.caller, trail_id=trail_id)  # NotFound → 404 (console_view)
     cited = [
         {"c": c, "state": section_state(recorded_hash=c.recorded_hash, current_hash=c.current_hash).value}
         for c in cited_sections_now(trail_id=str(trail.pk))
     ]
-    recalls = _recall_history(tenant=tenant, trail=trail)
+    recalls = recalls_for_trail(caller=request.caller, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {
         "trail": trail,

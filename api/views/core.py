@@ -8,16 +8,18 @@ from typing import Any
 from django.db import IntegrityError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import metrics
 from api import serializers as s
+from api.permissions import HasKeyPermission
 from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import Trail
 from cachecore.selectors.recalls import recall_event_get
-from cachecore.selectors.sections import section_get
+from cachecore.selectors.sections import section_get, sections_cited_outside
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.selectors.trails import trail_get
 from cachecore.services import calibration
@@ -26,7 +28,8 @@ from cachecore.services.feedback import feedback_apply
 from cachecore.services.recall import recall
 from cachecore.services.sections import section_delete, sections_upsert
 from cachecore.services.trails import trail_delete, trail_record
-from tenants.models import ApiKey, Tenant
+from tenants.caller import Caller
+from tenants.models import ApiKey, KeyPermission, Tenant
 
 
 def _validated(serializer_class: type, request: Request) -> dict[str, Any]:
@@ -36,46 +39,62 @@ def _validated(serializer_class: type, request: Request) -> dict[str, Any]:
 
 
 class TenantAPIView(APIView):
-    """Every view acts for the key's tenant only; scopes are checked against the key."""
+    """Every view acts for the key's ``Caller`` (``request.user``): its tenant only, reads through
+    ``visible_to(caller)``, scopes checked against its prefixes, and the permission the view
+    names in ``key_permission`` (one, or one per method; api.permissions)."""
+
+    permission_classes = [IsAuthenticated, HasKeyPermission]
+    key_permission: str | dict[str, str] | None = None
+
+    @property
+    def caller(self) -> Caller:
+        return self.request.user
 
     @property
     def tenant(self) -> Tenant:
-        return self.request.auth.tenant
+        return self.caller.tenant
 
     @property
     def key(self) -> ApiKey:
         return self.request.auth
 
     def require_scope(self, scope: str) -> None:
-        if not self.key.allows_scope(scope):
+        if not self.caller.allows_scope(scope):
             raise ScopeForbidden(f"this API key may not use scope {scope!r}",
                                  fields={"scope": ["outside this API key's scope prefixes"]})
 
     def require_unrestricted_key(self, what: str) -> None:
-        if self.key.scope_prefixes:
+        if self.caller.scope_limited:
             raise ScopeForbidden(f"{what} needs an API key without scope limits")
 
     def require_visible_recall(self, recall_id: object) -> None:
         """A record may link only a recall its key could see: one outside the key's scopes is as
-        unknown as one that never was (the same 400, so its existence is not revealed)."""
+        unknown as one that never was (the same 400 the service gives, so its existence is not
+        revealed)."""
         try:
-            event = recall_event_get(tenant=self.tenant, recall_id=recall_id)
-        except NotFound:
-            return  # the service answers the unknown id
-        if not self.key.allows_scope(event.scope):
-            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]})
+            recall_event_get(caller=self.caller, recall_id=recall_id)
+        except NotFound as exc:
+            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
 
-    def trail_visible(self, trail: Trail) -> Trail:
-        if not self.key.allows_scope(trail.scope):
-            raise NotFound("trail not found")
-        return trail
+    def require_sections_writable(self, section_ids: list[str], *, field: str) -> None:
+        """A scope-limited key may not overwrite or delete a section that trails outside its
+        scopes cite (that would invalidate other scopes' trails): 403, nothing written."""
+        outside = sections_cited_outside(caller=self.caller, section_ids=section_ids)
+        if outside:
+            raise ScopeForbidden(
+                "trails outside this API key's scopes cite these sections; a key without scope limits may change them",
+                fields={field: [f"cited outside this API key's scopes: {i}" for i in outside]},
+            )
 
 
 class SectionsView(TenantAPIView):
+    key_permission = KeyPermission.SECTIONS_WRITE
+
     @extend_schema(request=s.SectionsUpsertSerializer, responses=s.SectionsUpsertResultSerializer,
                    summary="Upsert sections (server hashes the text)")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
+        self.require_sections_writable([x["id"] for x in data["sections"]], field="sections")
         try:
             result = sections_upsert(tenant=self.tenant, sections=data["sections"])
         except IntegrityError:
@@ -86,24 +105,31 @@ class SectionsView(TenantAPIView):
 
 
 class SectionDetailView(TenantAPIView):
+    key_permission = {"GET": KeyPermission.SECTIONS_READ, "HEAD": KeyPermission.SECTIONS_READ,
+                      "DELETE": KeyPermission.SECTIONS_WRITE}
+
     @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at")
     def get(self, request: Request, section_id: str) -> Response:
-        section = section_get(tenant=self.tenant, section_id=section_id)
+        section = section_get(caller=self.caller, section_id=section_id)
         return Response(s.SectionOutSerializer(section).data)
 
     @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
     def delete(self, request: Request, section_id: str) -> Response:
-        section_delete(tenant=self.tenant, section_id=section_id, actor_label=f"apikey:tc_{self.key.prefix}")
+        section_get(caller=self.caller, section_id=section_id)  # 404 when the key cannot see it
+        self.require_sections_writable([section_id], field="section_id")
+        section_delete(tenant=self.tenant, section_id=section_id, actor_label=self.caller.actor_label)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TrailsView(TenantAPIView):
+    key_permission = KeyPermission.RECORD
+
     @extend_schema(request=s.TrailRecordSerializer, responses={201: s.TrailRecordResultSerializer},
                    summary="Record a trail after an accepted answer")
     def post(self, request: Request) -> Response:
         data = _validated(s.TrailRecordSerializer, request)
         self.require_scope(data["scope"])
-        if data.get("recall_id") and self.key.scope_prefixes:
+        if data.get("recall_id") and self.caller.scope_limited:
             self.require_visible_recall(data["recall_id"])
         trail = trail_record(
             tenant=self.tenant, scope=data["scope"], query=data["query"], steps=data["steps"],
@@ -132,19 +158,23 @@ def trail_as_stored(trail: Trail) -> dict[str, Any]:
 
 
 class TrailDetailView(TenantAPIView):
+    key_permission = KeyPermission.RECORD
+
     @extend_schema(responses=s.TrailOutSerializer, summary="A trail as stored (never an answer)")
     def get(self, request: Request, trail_id: str) -> Response:
-        trail = self.trail_visible(trail_get(tenant=self.tenant, trail_id=trail_id))
+        trail = trail_get(caller=self.caller, trail_id=trail_id)
         return Response(s.TrailOutSerializer(trail_as_stored(trail)).data)
 
     @extend_schema(responses={204: None}, summary="Delete a trail")
     def delete(self, request: Request, trail_id: str) -> Response:
-        self.trail_visible(trail_get(tenant=self.tenant, trail_id=trail_id))
-        trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=f"apikey:tc_{self.key.prefix}")
+        trail_get(caller=self.caller, trail_id=trail_id)  # 404 outside the key's scopes
+        trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=self.caller.actor_label)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RecallView(TenantAPIView):
+    key_permission = KeyPermission.RECALL
+
     @extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer,
                    summary="Recall before the first search: prefetch, hint or miss")
     def post(self, request: Request) -> Response:
@@ -164,19 +194,20 @@ class RecallView(TenantAPIView):
 
 
 class FeedbackView(TenantAPIView):
+    key_permission = KeyPermission.FEEDBACK
+
     @extend_schema(request=s.FeedbackSerializer, responses=s.FeedbackResultSerializer,
                    summary="Feedback on a recall: negative quarantines the trail it served")
     def post(self, request: Request, recall_id: str) -> Response:
         data = _validated(s.FeedbackSerializer, request)
-        event = recall_event_get(tenant=self.tenant, recall_id=recall_id)
-        if not self.key.allows_scope(event.scope):  # like a trail outside the key's scopes: not there
-            raise NotFound("recall not found")
+        event = recall_event_get(caller=self.caller, recall_id=recall_id)  # 404 outside the key's scopes
         feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"],
-                                actor_label=f"apikey:tc_{self.key.prefix}")
+                       actor_label=self.caller.actor_label)
         return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
 
 
 class StatsView(TenantAPIView):
+    # Any valid key: the numbers cover only its scopes.
     @extend_schema(
         responses=s.StatsSerializer, summary="Recall counts and rates, trails by status",
         parameters=[OpenApiParameter("scope", str, description="Only this scope")],
@@ -185,20 +216,19 @@ class StatsView(TenantAPIView):
         scope = request.query_params.get("scope")
         if scope:
             self.require_scope(scope)
-        stats = stats_for_tenant(
-            tenant=self.tenant, scope=scope or None, scope_prefixes=self.key.scope_prefixes or None
-        )
-        if not scope and not self.key.scope_prefixes:  # the operating point is tenant-wide
+        stats = stats_for_tenant(caller=self.caller, scope=scope or None)
+        if not scope and not self.caller.scope_limited:  # the operating point is tenant-wide
             stats["calibration"] = calibration.suggestion_as_dict(
                 calibration.operating_point(tenant=self.tenant), tenant=self.tenant)
         return Response(stats)
 
 
 class SubjectView(TenantAPIView):
+    key_permission = KeyPermission.ERASE
+
     @extend_schema(responses={200: s.SubjectEraseResultSerializer},
                    summary="Erase every trail and logged query recorded with a subject")
     def delete(self, request: Request, subject: str) -> Response:
         self.require_unrestricted_key("erasing a subject")
-        deleted = subject_erase(tenant=self.tenant, subject=subject,
-                                         actor_label=f"apikey:tc_{self.key.prefix}")
+        deleted = subject_erase(tenant=self.tenant, subject=subject, actor_label=self.caller.actor_label)
         return Response({"deleted": deleted})

@@ -19,9 +19,9 @@ from api.fields import StrictCharField
 from api.inputs import parse_bounded_instant
 from api.views.core import TenantAPIView, _validated
 from cachecore.models import Job, JobKind, JobStatus, TrailStatus
+from cachecore.selectors.jobs import job_get
 from cachecore.services.exports import export_download, export_request
-from cachecore.services.jobs import job_get
-from tenants.models import Tenant
+from tenants.models import KeyPermission, Tenant
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -91,6 +91,8 @@ def public_error(error: str) -> str:
 
 
 class ExportsView(TenantAPIView):
+    key_permission = KeyPermission.EXPORT
+
     @extend_schema(request=ExportRequestSerializer, responses={202: ExportAcceptedSerializer},
                    summary="Export the tenant's stored queries (CSV or JSONL), in the background")
     def post(self, request: Request) -> Response:
@@ -110,24 +112,28 @@ class ExportsView(TenantAPIView):
             job = export_request(
                 tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
                 until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
-                actor_label=f"apikey:tc_{self.key.prefix}",
+                actor_label=self.caller.actor_label,
             )
         return Response({"export_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 
 class ExportDetailView(TenantAPIView):
+    key_permission = KeyPermission.EXPORT
+
     @extend_schema(responses=ExportStatusSerializer, summary="An export's status, progress and download URL")
     def get(self, request: Request, export_id: str) -> Response:
         self.require_unrestricted_key("exporting")
-        job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
+        job = job_get(caller=self.caller, job_id=export_id, kind=JobKind.EXPORT)
         return Response(export_status(job))
 
 
 class ExportDownloadView(TenantAPIView):
+    key_permission = KeyPermission.EXPORT
+
     @extend_schema(responses={(200, "text/csv"): bytes}, summary="The export file (deleted after 7 days: 410)")
     def get(self, request: Request, export_id: str) -> FileResponse:
         self.require_unrestricted_key("exporting")
-        job = job_get(tenant=self.tenant, job_id=export_id, kind=JobKind.EXPORT)
-        export = export_download(job=job, actor_label=f"apikey:tc_{self.key.prefix}")
+        job = job_get(caller=self.caller, job_id=export_id, kind=JobKind.EXPORT)
+        export = export_download(job=job, actor_label=self.caller.actor_label)
         return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)

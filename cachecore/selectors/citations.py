@@ -11,7 +11,7 @@ from django.db import connection
 from cachecore.embedding import get_embedder
 from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
-from tenants.models import Tenant
+from tenants.caller import Caller
 
 
 @dataclass(frozen=True)
@@ -77,14 +77,14 @@ def cited_sections_now(*, trail_id: str) -> list[CitedSection]:
     return cited_sections_for_trails(trail_ids=[str(trail_id)])[str(trail_id)]
 
 
-def trails_citing_with_state(*, tenant: Tenant, section: Section | None, section_id: str,
+def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str,
                              limit: int = 100) -> list[dict[str, object]]:
     """Trails citing a section, newest first, each with the hash it recorded and whether
     that still matches the section now (valid / changed / missing). One query."""
     from cachecore.engine.outcome import section_state
 
     rows = (
-        Citation.objects.filter(tenant=tenant, section_id=section_id)
+        Citation.objects.visible_to(caller).filter(section_id=section_id)
         .select_related("trail")
         .only("recorded_hash", "trail__id", "trail__scope", "trail__query", "trail__status", "trail__hits",
               "trail__created_at")

@@ -1,4 +1,5 @@
-"""Reads of sections: one section, current hashes, search, term frequencies, chunk coverage."""
+"""Reads of sections: one section, current hashes, search, who else cites them, term
+frequencies, chunk coverage."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from django.db.models import Q, QuerySet
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
-from cachecore.models import Section
+from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
+from tenants.caller import Caller
 from tenants.models import Tenant
 
 
-def section_get(*, tenant: Tenant, section_id: str) -> Section:
+def section_get(*, caller: Caller, section_id: str) -> Section:
+    """A section the caller sees (for a scope-limited caller: one its scopes' trails cite), else
+    NotFound."""
     try:
-        return Section.objects.get(tenant=tenant, external_id=section_id)
+        return Section.objects.visible_to(caller).get(external_id=section_id)
     except Section.DoesNotExist as exc:
         raise NotFound("section not found") from exc
 
@@ -26,9 +30,19 @@ def sections_current_hashes(*, tenant: Tenant, section_ids: list[str]) -> dict[s
     return dict(rows)
 
 
-def sections_search(*, tenant: Tenant, q: str = "") -> QuerySet[Section]:
+def sections_cited_outside(*, caller: Caller, section_ids: list[str]) -> list[str]:
+    """Of ``section_ids``, those a trail outside the caller's scopes cites (none for a caller
+    limited to no scope): what a scope-limited key may not overwrite or delete."""
+    if not caller.scope_limited or not section_ids:
+        return []
+    citing = Citation.objects.filter(tenant=caller.tenant, section_id__in=section_ids).exclude(
+        caller.scope_q(field="trail__scope"))
+    return sorted(set(citing.values_list("section_id", flat=True)))
+
+
+def sections_search(*, caller: Caller, q: str = "") -> QuerySet[Section]:
     """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index)."""
-    sections = Section.objects.filter(tenant=tenant)
+    sections = Section.objects.visible_to(caller)
     q = q.strip()
     if q:
         sections = sections.filter(Q(external_id__icontains=q) | Q(text__icontains=q))

@@ -18,6 +18,7 @@ from cachecore.models import (
 )
 from cachecore.selectors.recalls import recall_event_get
 from cachecore.services.trails import trail_boundary_learn
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -29,7 +30,7 @@ def feedback_apply(
     and a pending trail recorded after it too. Positive: the served trail is reinforced and a
     pending trail recorded after it becomes active."""
     with transaction.atomic():
-        event = recall_event_get(tenant=tenant, recall_id=recall_id)
+        event = recall_event_get(caller=tenant_caller(tenant), recall_id=recall_id)
         event = RecallEvent.objects.select_for_update().get(pk=event.pk)
         now = timezone.now()
         event.feedback, event.feedback_at = accepted, now

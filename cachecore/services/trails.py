@@ -25,6 +25,7 @@ from cachecore.selectors.recalls import recall_event_get
 from cachecore.selectors.sections import sections_current_hashes
 from cachecore.selectors.trails import trail_get
 from cachecore.services.admission import admission_decide
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -59,7 +60,7 @@ def trail_record(
     recall_event = None
     if recall_id is not None:
         try:
-            recall_event = recall_event_get(tenant=tenant, recall_id=recall_id)
+            recall_event = recall_event_get(caller=tenant_caller(tenant), recall_id=recall_id)
         except NotFound as exc:
             raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
     normalised = normalise_query(query)
@@ -145,7 +146,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
 def trail_delete(*, tenant: Tenant, trail_id: object, actor_label: str = "system", actor: Any = None) -> None:
     """Delete one trail (its citations go with it); audited in the same transaction."""
     with transaction.atomic():
-        trail = trail_get(tenant=tenant, trail_id=trail_id)
+        trail = trail_get(caller=tenant_caller(tenant), trail_id=trail_id)
         trail_pk = str(trail.pk)
         trail.delete()
         audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_DELETE,

@@ -14,6 +14,7 @@ from cachecore.services.feedback import feedback_apply
 from cachecore.services.recall import recall
 from cachecore.services.sections import section_delete, sections_upsert
 from cachecore.services.trails import trail_set_status, trails_purge
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditAction, AuditEntry
 from tenants.services import api_key_create
 
@@ -99,7 +100,7 @@ def test_dashboard_numbers_agree_with_the_stats_api(world, make_caller):
     assert int(kpi["recalls"]) == api["recalls"] == 2
     for rate in ("hit_rate", "stale_rate", "escalation_rate"):  # one decimal under 10 %
         assert float(kpi[rate]) == pytest.approx(api[rate] * 100, abs=0.5)
-    daily = recall_daily_counts(tenant=world.tenant, days=7)
+    daily = recall_daily_counts(caller=tenant_caller(world.tenant), days=7)
     assert len(daily) == 7
     assert sum(d["prefetch"] + d["hint"] + d["miss"] for d in daily) == api["recalls"]
     assert sum(d["miss"] for d in daily) == api["miss"]
@@ -116,12 +117,12 @@ def test_recall_daily_counts_includes_empty_days_and_respects_the_window(world):
     from cachecore.models import RecallEvent
     old = RecallEvent.objects.filter(tenant=world.tenant).first()
     RecallEvent.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
-    daily = recall_daily_counts(tenant=world.tenant, days=7)
+    daily = recall_daily_counts(caller=tenant_caller(world.tenant), days=7)
     assert [d["day"] for d in daily] == sorted(d["day"] for d in daily)
     assert daily[-1]["day"] == timezone.now().date()
     assert sum(d["prefetch"] + d["hint"] + d["miss"] for d in daily[-4:-3]) == 1
     assert sum(sum((d["prefetch"], d["hint"], d["miss"])) for d in recall_daily_counts(
-        tenant=world.tenant, days=1)) == 1
+        caller=tenant_caller(world.tenant), days=1)) == 1
 
 
 def test_trail_list_filters_by_text_scope_status_and_sorts(world):

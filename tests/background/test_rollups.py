@@ -13,6 +13,7 @@ from django.utils import timezone
 from cachecore.models import DailyStat, RecallEvent
 from cachecore.selectors.recalls import recall_daily_counts
 from cachecore.services.rollups import stats_rollup, stats_rollup_tenant
+from tenants.caller import tenant_caller
 from tests.background.factories import make_recall_event
 
 pytestmark = pytest.mark.django_db
@@ -56,14 +57,14 @@ def test_daily_counts_read_the_rollup_plus_todays_raw_events(make_tenant):
     with time_machine.travel(_at(-1), tick=False):
         make_recall_event(tenant, outcome="miss")
     make_recall_event(tenant, outcome="hint")
-    before = recall_daily_counts(tenant=tenant, days=90)  # nothing rolled up yet: raw events
+    before = recall_daily_counts(caller=tenant_caller(tenant), days=90)  # nothing rolled up yet: raw events
     stats_rollup_tenant(tenant=tenant)
     RecallEvent.objects.filter(created_at__lt=_at(0, 0)).delete()  # as retention would
-    after = recall_daily_counts(tenant=tenant, days=90)
+    after = recall_daily_counts(caller=tenant_caller(tenant), days=90)
     assert before == after
     assert len(after) == 90 and after[-1]["hint"] == 1 and after[-2]["miss"] == 1 and after[-41]["prefetch"] == 1
     with CaptureQueriesContext(connection) as queries:
-        recall_daily_counts(tenant=tenant, days=90)
+        recall_daily_counts(caller=tenant_caller(tenant), days=90)
     assert len(queries) == 2
     assert "created_at\" >= " in queries[1]["sql"] and _at(0, 0).date().isoformat() in queries[1]["sql"]
 

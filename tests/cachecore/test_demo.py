@@ -16,6 +16,7 @@ from cachecore.models import DailyStat, RecallEvent, Trail, TrailStatus
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.selectors.trails import top_trails_by_hits
 from cachecore.services.retention import tenant_retention_sweep
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry, Tenant
 from tenants.services import tenant_create
 
@@ -68,9 +69,9 @@ def test_every_outcome_and_status_the_console_shows_is_there(demo):
     quarantined = Trail.objects.get(tenant=demo, status=TrailStatus.QUARANTINED)
     assert quarantined.negative_feedback == 1
     # The dashboard's top trails are readable questions.
-    top = top_trails_by_hits(tenant=demo, limit=10)
+    top = top_trails_by_hits(caller=tenant_caller(demo), limit=10)
     assert len(top) >= 7 and all(t.query for t in top)
-    stats = stats_for_tenant(tenant=demo, since=timezone.now() - timedelta(days=30))
+    stats = stats_for_tenant(caller=tenant_caller(demo), since=timezone.now() - timedelta(days=30))
     assert stats["recalls"] > 100 and 0 < stats["hit_rate"] < 1 and stats["stale_rate"] > 0
     assert stats["escalation_rate"] > 0
 

@@ -6,17 +6,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tenants.models import Tenant
+from tenants.models import KeyPermission, Tenant
 from tenants.services import api_key_create, tenant_create
 
 
 class Command(BaseCommand):
-    help = "Create an API key: --tenant SLUG [--create-tenant] [--scopes P1,P2] [--name NAME]"
+    help = ("Create an API key: --tenant SLUG [--create-tenant] [--scopes P1,P2] [--permissions recall,record] "
+            "[--name NAME]")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="tenant slug")
         parser.add_argument("--create-tenant", action="store_true", help="create the tenant if missing")
         parser.add_argument("--scopes", default="", help="comma-separated scope prefixes the key is limited to")
+        parser.add_argument("--permissions", default="",
+                            help=f"comma-separated permissions ({', '.join(KeyPermission.values)}); default: all")
         parser.add_argument("--name", default="cli", help="a name for the key")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -28,7 +31,12 @@ class Command(BaseCommand):
             tenant = tenant_create(slug=slug)
             self.stderr.write(f"created tenant {slug}")
         scopes = [p.strip() for p in options["scopes"].split(",") if p.strip()]
-        key, raw = api_key_create(tenant=tenant, name=options["name"], scope_prefixes=scopes,
-                                  actor_label="cli:create_api_key")
-        self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}):")
+        permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()] or None
+        try:
+            key, raw = api_key_create(tenant=tenant, name=options["name"], scope_prefixes=scopes,
+                                      permissions=permissions, actor_label="cli:create_api_key")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}; "
+                          f"permissions: {', '.join(key.permissions)}):")
         self.stdout.write(raw)

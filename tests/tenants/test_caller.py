@@ -1,0 +1,93 @@
+"""One caller, one restriction (issue 12 item 4): the scope-prefix rule in one place, every
+restricted queryset (``visible_to``) per tenant and per prefix, reads across every tenant for
+superusers only."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied
+
+from cachecore.models import Citation, DailyStat, Job, JobKind, RecallEvent, Section, Trail
+from cachecore.selectors.recalls import recall_daily_counts_all_tenants
+from cachecore.selectors.stats import stats_all_tenants, stats_for_tenant
+from cachecore.selectors.trails import top_trails_by_hits_all_tenants
+from cachecore.services.jobs import job_create
+from tenants.caller import Caller, SuperuserRequired, caller_for_key, caller_for_operator, tenant_caller
+from tenants.models import ApiKey, Role
+from tenants.scopes import scope_allowed
+from tenants.selectors import SUPERUSER
+from tenants.services import api_key_create, operator_create
+
+QUERY = "Where does Acme read its configuration from?"
+
+
+def test_the_scope_prefix_rule():
+    assert scope_allowed([], "anything")
+    assert scope_allowed(("team-a/",), "team-a/x") and not scope_allowed(["team-a/"], "team-b/x")
+    assert scope_allowed(["a", "b"], "bee") and not scope_allowed(["a", "b"], "cat")
+
+
+def test_callers_from_a_key_and_from_an_operator(make_tenant):
+    tenant = make_tenant()
+    key, _ = api_key_create(tenant=tenant, name="k", scope_prefixes=["p:"], permissions=["recall"])
+    caller = caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk))
+    assert caller.tenant == tenant and caller.scope_prefixes == ("p:",) and caller.permissions == {"recall"}
+    assert caller.actor_label == f"apikey:tc_{key.prefix}" and not caller.is_superuser and caller.key.pk == key.pk
+    user = operator_create(email="s@x.test", password="x" * 12, tenant=tenant, role=Role.SUPPORT)
+    support = caller_for_operator(user=user, tenant=tenant, role=Role.SUPPORT)
+    assert support.has("trails.view") and not support.has("apikeys.manage") and not support.scope_limited
+    assert support.actor_label == "operator:s@x.test" and support.user == user
+    root = caller_for_operator(user=user, tenant=tenant, role=SUPERUSER)
+    assert root.is_superuser and root.has("apikeys.manage")
+
+
+@pytest.fixture
+def two_tenants(make_caller):
+    a = make_caller()
+    b = make_caller()
+    for caller in (a, b):
+        caller.upsert({"doc#1": "Acme reads /etc/acme.toml.", "doc#2": "Acme writes /var/log/acme.log."})
+        for scope, cited in (("team-a/x", ["doc#1"]), ("team-b/x", ["doc#2"])):
+            assert caller.record(query=QUERY, cited=cited, scope=scope).status_code == 201
+            caller.recall(QUERY, scope=scope)
+    return a, b
+
+
+def test_visible_to_restricts_per_tenant_and_per_prefix(two_tenants):
+    a, b = two_tenants
+    whole = tenant_caller(a.tenant)
+    narrow = Caller(tenant=a.tenant, scope_prefixes=("team-a/",))
+    assert {t.tenant_id for t in Trail.objects.visible_to(whole)} == {a.tenant.pk}
+    assert Trail.objects.visible_to(whole).count() == 2
+    assert set(Trail.objects.visible_to(narrow).values_list("scope", flat=True)) == {"team-a/x"}
+    assert set(RecallEvent.objects.visible_to(whole).values_list("tenant", flat=True)) == {a.tenant.pk}
+    assert set(RecallEvent.objects.visible_to(narrow).values_list("scope", flat=True)) == {"team-a/x"}
+    assert set(Citation.objects.visible_to(narrow).values_list("section_id", flat=True)) == {"doc#1"}
+    assert Citation.objects.visible_to(whole).count() == 2
+    assert set(Section.objects.visible_to(whole).values_list("external_id", flat=True)) == {"doc#1", "doc#2"}
+    assert set(Section.objects.visible_to(narrow).values_list("external_id", flat=True)) == {"doc#1"}
+    assert not Section.objects.visible_to(Caller(tenant=a.tenant, scope_prefixes=("nobody/",))).exists()
+    assert {s.tenant_id for s in Section.objects.visible_to(tenant_caller(b.tenant))} == {b.tenant.pk}
+    job = job_create(tenant=a.tenant, kind=JobKind.EXPORT, params={}, actor_label="test")
+    assert list(Job.objects.visible_to(whole)) == [job]
+    assert not Job.objects.visible_to(tenant_caller(b.tenant)).exists()
+    assert not Job.objects.visible_to(narrow).exists()  # a job spans the whole tenant
+    assert not DailyStat.objects.visible_to(narrow).exclude(scope__startswith="team-a/").exists()
+    # The API's stats for a scope-limited caller count only its scopes.
+    assert stats_for_tenant(caller=narrow)["recalls"] == 1 and stats_for_tenant(caller=whole)["recalls"] == 2
+
+
+def test_reads_across_every_tenant_are_for_superusers_only(two_tenants):
+    a, b = two_tenants
+    user = operator_create(email="root@x.test", password="x" * 12, tenant=None, role=None, superuser=True)
+    root = caller_for_operator(user=user, tenant=a.tenant, role=SUPERUSER)
+    for caller in (tenant_caller(a.tenant), caller_for_operator(user=user, tenant=a.tenant, role=Role.ADMIN)):
+        with pytest.raises(SuperuserRequired):
+            stats_all_tenants(caller=caller)
+        with pytest.raises(PermissionDenied):
+            recall_daily_counts_all_tenants(caller=caller, days=7)
+        with pytest.raises(PermissionDenied):
+            top_trails_by_hits_all_tenants(caller=caller)
+    assert stats_all_tenants(caller=root)["recalls"] == 4
+    assert sum(d["miss"] + d["hint"] + d["prefetch"] for d in recall_daily_counts_all_tenants(caller=root, days=7)) == 4
+    assert isinstance(top_trails_by_hits_all_tenants(caller=root), list)
