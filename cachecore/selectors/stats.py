@@ -8,20 +8,36 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, Func, Q, QuerySet, Sum
 
-from cachecore.models import MissReason, RecallEvent, RecallOutcome, Trail, TrailStatus
-from tenants.caller import Caller, require_superuser
+from cachecore.engine.recall_counts import OUTCOME_COUNTS, conditions
+from cachecore.models import RecallEvent, RecallOutcome, Trail, TrailStatus
 from tenants.models import Tenant
 
 
-def _outcome_counts() -> dict[str, Count]:
-    """Recall counts by outcome, for one aggregate (a tenant) or one annotation (per tenant)."""
+def recall_count_q(name: str) -> Q:
+    """The recall events a count counts (``cachecore.engine.recall_counts``) as a filter."""
+    q = Q()
+    for field, op, value in conditions(name):
+        if op == "is":
+            q &= Q(**{f"{field}__isnull": True}) if value is None else Q(**{field: value})
+        elif op == "is not" and value is None:
+            q &= Q(**{f"{field}__isnull": False})
+        elif op == "=":
+            q &= Q(**{field: value})
+        elif op == "<>":  # SQL's <>: NULL is not counted
+            q &= Q(**{f"{field}__isnull": False}) & ~Q(**{field: value})
+        elif op == ">":
+            q &= Q(**{f"{field}__gt": value})
+        else:
+            raise ValueError(f"no ORM spelling for {field} {op} {value!r}")
+    return q
+
+
+def recall_counts(*names: str) -> dict[str, Count]:
+    """Recall counts by name (``cachecore.engine.recall_counts``), for one aggregate (a tenant)
+    or one annotation (per tenant, per day); every outcome count when no name is given."""
     return {
-        "recalls": Count("id"),
-        "prefetch": Count("id", filter=Q(outcome=RecallOutcome.PREFETCH)),
-        "hint": Count("id", filter=Q(outcome=RecallOutcome.HINT)),
-        "miss": Count("id", filter=Q(outcome=RecallOutcome.MISS)),
-        "stale": Count("id", filter=Q(miss_reason=MissReason.STALE)),
-        "escalated": Count("id", filter=Q(escalated=True)),
+        name: Count("id", filter=recall_count_q(name)) if conditions(name) else Count("id")
+        for name in names or OUTCOME_COUNTS
     }
 
 
@@ -30,13 +46,19 @@ def _rate(part: int, whole: int) -> float:
 
 
 def stats_for_tenant(
-    *, caller: Caller, scope: str | None = None, since: datetime | None = None, until: datetime | None = None,
+    *, tenant: Tenant, scope: str | None = None, scope_prefixes: list[str] | None = None,
+    since: datetime | None = None, until: datetime | None = None,
 ) -> dict[str, object]:
-    """Recall counts and rates, and trails by status, of what the caller sees (its tenant, its
-    scope prefixes; optionally one scope and a time window)."""
-    tenant = caller.tenant
-    events = RecallEvent.objects.visible_to(caller)
-    trails = Trail.objects.visible_to(caller)
+    """Recall counts and rates, and trails by status, for a tenant (optionally limited to
+    scope prefixes and a time window)."""
+    events = RecallEvent.objects.filter(tenant=tenant)
+    trails = Trail.objects.filter(tenant=tenant)
+    if scope_prefixes:
+        scope_q = Q()
+        for prefix in scope_prefixes:
+            scope_q |= Q(scope__startswith=prefix)
+        events = events.filter(scope_q)
+        trails = trails.filter(scope_q)
     if scope:
         events = events.filter(scope=scope)
         trails = trails.filter(scope=scope)
@@ -45,17 +67,10 @@ def stats_for_tenant(
     if until:
         events = events.filter(created_at__lt=until)
     agg = events.aggregate(
-        **_outcome_counts(),
-        feedback_positive=Count("id", filter=Q(feedback=True)),
-        feedback_negative=Count("id", filter=Q(feedback=False)),
+        **recall_counts(*OUTCOME_COUNTS, "feedback_positive", "feedback_negative", "shadow_recalls",
+                        "shadow_prefetch", "shadow_hint", "shadow_prefetch_labelled", "shadow_prefetch_uncited"),
         served_cited_sum=Sum("served_cited", filter=Q(served_cited__isnull=False)),
         served_total=Sum(Func("served_ids", function="cardinality"), filter=Q(served_cited__isnull=False)),
-        shadow_recalls=Count("id", filter=~Q(shadow_outcome="")),
-        shadow_prefetch=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH)),
-        shadow_hint=Count("id", filter=Q(shadow_outcome=RecallOutcome.HINT)),
-        shadow_prefetch_labelled=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH,
-                                                      offered_cited__isnull=False)),
-        shadow_prefetch_uncited=Count("id", filter=Q(shadow_outcome=RecallOutcome.PREFETCH, offered_cited=False)),
     )
     by_status = dict(trails.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     recalls = agg["recalls"]
@@ -100,7 +115,7 @@ def miss_path_baseline(*, tenant: Tenant, events: QuerySet[RecallEvent] | None =
 def savings(*, tenant: Tenant, events: QuerySet[RecallEvent]) -> dict[str, float | int]:
     """Tool calls and tokens saved: prefetches whose served sections the following record cited,
     each worth the tenant's miss-path baseline (``miss_path_baseline``)."""
-    cited_prefetches = events.filter(outcome=RecallOutcome.PREFETCH, served_cited__gt=0).count()
+    cited_prefetches = events.filter(recall_count_q("cited_prefetches")).count()
     baseline = miss_path_baseline(tenant=tenant, events=events)
     return {
         "cited_prefetches": cited_prefetches,
@@ -129,21 +144,19 @@ def shadow_estimates(agg: dict[str, int]) -> dict[str, object]:
     }
 
 
-def stats_all_tenants(*, caller: Caller, since: datetime | None = None) -> dict[str, object]:
+def stats_all_tenants(*, since: datetime | None = None) -> dict[str, object]:
     """The stats_for_tenant numbers summed over every tenant, plus one row per tenant
-    (slug, recalls, hit_rate, trails). Three grouped queries, whatever the tenant count.
-    Superusers only (SuperuserRequired otherwise)."""
-    require_superuser(caller)
+    (slug, recalls, hit_rate, trails). Three grouped queries, whatever the tenant count."""
     events = RecallEvent.objects.all()
     if since:
         events = events.filter(created_at__gte=since)
     per_tenant = {
-        r["tenant"]: r for r in events.values("tenant").annotate(**_outcome_counts()).order_by()
+        r["tenant"]: r for r in events.values("tenant").annotate(**recall_counts()).order_by()
     }
     trail_counts: dict[object, dict[str, int]] = {}
     for tenant_id, status, n in Trail.objects.values_list("tenant", "status").annotate(n=Count("id")).order_by():
         trail_counts.setdefault(tenant_id, {})[status] = n
-    keys = ("recalls", "prefetch", "hint", "miss", "stale", "escalated")
+    keys = OUTCOME_COUNTS
     totals = dict.fromkeys(keys, 0)
     rows = []
     for tenant in Tenant.objects.order_by("slug"):

@@ -9,32 +9,27 @@ from django.db import connection
 from django.db.models import Max, Min
 from django.utils import timezone
 
+from cachecore.engine.recall_counts import sql_count
 from cachecore.models import DailyStat, RecallEvent
 from tenants.models import Tenant
 
-_COLUMNS = ("recalls", "prefetch", "hint", "miss", "stale", "escalated", "feedback_positive", "feedback_negative",
-            "served_cited", "served_total", "latency_ms_sum", "cited_prefetches", "shadow_recalls",
-            "shadow_prefetch", "shadow_prefetch_labelled", "shadow_prefetch_uncited")
+# The daily counts (cachecore.engine.recall_counts: the same definitions the stats and the
+# dashboard count raw events with) and sums, each a column of cachecore_dailystat.
+_COUNTS = ("recalls", "prefetch", "hint", "miss", "stale", "escalated", "feedback_positive", "feedback_negative",
+           "cited_prefetches", "shadow_recalls", "shadow_prefetch", "shadow_prefetch_labelled",
+           "shadow_prefetch_uncited")
+_SUMS = {
+    "served_cited": "coalesce(sum(served_cited) FILTER (WHERE served_cited IS NOT NULL), 0)",
+    "served_total": "coalesce(sum(cardinality(served_ids)) FILTER (WHERE served_cited IS NOT NULL), 0)",
+    "latency_ms_sum": "coalesce(sum(latency_ms), 0)",
+}
+_COLUMNS = (*_COUNTS, *_SUMS)
+_AGGREGATES = ",\n       ".join([*(sql_count(name) for name in _COUNTS), *_SUMS.values()])
 
 _ROLLUP_SQL = """
 INSERT INTO cachecore_dailystat (tenant_id, scope, day, {columns}, updated_at)
 SELECT tenant_id, scope, (created_at AT TIME ZONE 'UTC')::date AS day,
-       count(*),
-       count(*) FILTER (WHERE outcome = 'prefetch'),
-       count(*) FILTER (WHERE outcome = 'hint'),
-       count(*) FILTER (WHERE outcome = 'miss'),
-       count(*) FILTER (WHERE miss_reason = 'stale'),
-       count(*) FILTER (WHERE escalated),
-       count(*) FILTER (WHERE feedback IS TRUE),
-       count(*) FILTER (WHERE feedback IS FALSE),
-       coalesce(sum(served_cited) FILTER (WHERE served_cited IS NOT NULL), 0),
-       coalesce(sum(cardinality(served_ids)) FILTER (WHERE served_cited IS NOT NULL), 0),
-       coalesce(sum(latency_ms), 0),
-       count(*) FILTER (WHERE outcome = 'prefetch' AND served_cited > 0),
-       count(*) FILTER (WHERE shadow_outcome <> ''),
-       count(*) FILTER (WHERE shadow_outcome = 'prefetch'),
-       count(*) FILTER (WHERE shadow_outcome = 'prefetch' AND offered_cited IS NOT NULL),
-       count(*) FILTER (WHERE shadow_outcome = 'prefetch' AND offered_cited IS FALSE),
+       {aggregates},
        now()
 FROM cachecore_recallevent
 WHERE tenant_id = %s AND created_at >= %s AND created_at < %s
@@ -53,7 +48,7 @@ def _rollup(*, tenant: Tenant, first: date, end: date, overwrite: bool) -> int:
     conflict = ("UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS) + ", updated_at = now()"
                 if overwrite else "NOTHING")
     with connection.cursor() as cur:
-        cur.execute(_ROLLUP_SQL.format(columns=", ".join(_COLUMNS), conflict=conflict),
+        cur.execute(_ROLLUP_SQL.format(columns=", ".join(_COLUMNS), aggregates=_AGGREGATES, conflict=conflict),
                     [tenant.pk, _day_start(first), _day_start(end)])
         return cur.rowcount
 
