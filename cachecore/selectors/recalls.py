@@ -5,27 +5,29 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
 from cachecore.selectors.stats import recall_counts
-from tenants.models import Tenant
+from tenants.caller import Caller, require_superuser
 
 
-def recall_event_get(*, tenant: Tenant, recall_id: object) -> RecallEvent:
+def recall_event_get(*, caller: Caller, recall_id: object) -> RecallEvent:
+    """A recall the caller sees (its tenant, its scopes), else NotFound."""
     try:
-        return RecallEvent.objects.get(tenant=tenant, pk=recall_id)
+        return RecallEvent.objects.visible_to(caller).get(pk=recall_id)
     except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
         raise NotFound("recall not found") from exc
 
 
-def recalls_for_trail(*, tenant: Tenant, trail: Trail, limit: int = 50) -> list[RecallEvent]:
+def recalls_for_trail(*, caller: Caller, trail: Trail, limit: int = 50) -> list[RecallEvent]:
+    """A trail's recalls, newest first, with each one's reason and confidence."""
     return list(
-        RecallEvent.objects.filter(tenant=tenant, trail=trail)
-        .only("id", "created_at", "outcome", "similarity", "coverage", "escalated", "feedback", "scope", "query",
-              "latency_ms", "miss_reason")
+        RecallEvent.objects.visible_to(caller).filter(trail=trail)
+        .only("id", "created_at", "outcome", "reason", "confidence", "similarity", "coverage", "escalated",
+              "feedback", "scope", "query", "latency_ms", "miss_reason")
         .order_by("-created_at")[:limit]
     )
 
@@ -38,32 +40,41 @@ def console_window_start(*, days: int) -> datetime:
     return datetime.combine(first, datetime.min.time(), tzinfo=UTC)
 
 
+def recall_daily_counts(*, caller: Caller, days: int) -> list[dict[str, object]]:
+    """Recalls per day of the caller's tenant (and scopes): see ``_daily_counts``."""
+    from cachecore.models import DailyStat
+
+    return _daily_counts(DailyStat.objects.visible_to(caller), RecallEvent.objects.visible_to(caller), days)
+
+
+def recall_daily_counts_all_tenants(*, caller: Caller, days: int) -> list[dict[str, object]]:
+    """Recalls per day summed over every tenant: superusers only (SuperuserRequired otherwise)."""
+    from cachecore.models import DailyStat
+
+    require_superuser(caller)
+    return _daily_counts(DailyStat.objects.all(), RecallEvent.objects.all(), days)
+
+
 # The per-day bars: these counts (cachecore.engine.recall_counts), rolled up or raw.
 _DAILY_COUNTS = ("prefetch", "hint", "miss", "cited_prefetches")
 
 
-def recall_daily_counts(*, tenant: Tenant | None, days: int) -> list[dict[str, object]]:
+def _daily_counts(stats: QuerySet, events: QuerySet[RecallEvent], days: int) -> list[dict[str, object]]:
     """Recalls per UTC day by outcome for the last ``days`` days (today included), oldest
     first, empty days as zeros: ``[{"day", "prefetch", "hint", "miss", "cited_prefetches"}]``. Complete days come
     from the daily roll-up (cachecore.services.rollups); only the days after the last rolled-up
-    one (normally just today) are counted from raw events. ``tenant=None`` counts every tenant."""
+    one (normally just today) are counted from raw events."""
     from django.db.models.functions import TruncDate
-
-    from cachecore.models import DailyStat
 
     start = console_window_start(days=days)
     first = start.date()
     today = timezone.now().astimezone(UTC).date()
-    stats = DailyStat.objects.filter(day__gte=first, day__lt=today)
-    if tenant is not None:
-        stats = stats.filter(tenant=tenant)
+    stats = stats.filter(day__gte=first, day__lt=today)
     by_day: dict[object, dict[str, int]] = {
         r["day"]: r for r in stats.values("day").annotate(**{name: Sum(name) for name in _DAILY_COUNTS})
     }
     raw_from = datetime.combine(max(by_day) + timedelta(days=1), datetime.min.time(), tzinfo=UTC) if by_day else start
-    events = RecallEvent.objects.filter(created_at__gte=raw_from)
-    if tenant is not None:
-        events = events.filter(tenant=tenant)
+    events = events.filter(created_at__gte=raw_from)
     rows = (
         events.annotate(day=TruncDate("created_at"))
         .values("day")

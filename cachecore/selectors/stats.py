@@ -10,6 +10,7 @@ from django.db.models import Count, Func, Q, QuerySet, Sum
 
 from cachecore.engine.recall_counts import OUTCOME_COUNTS, conditions
 from cachecore.models import RecallEvent, RecallOutcome, Trail, TrailStatus
+from tenants.caller import Caller, require_superuser
 from tenants.models import Tenant
 
 
@@ -46,19 +47,13 @@ def _rate(part: int, whole: int) -> float:
 
 
 def stats_for_tenant(
-    *, tenant: Tenant, scope: str | None = None, scope_prefixes: list[str] | None = None,
-    since: datetime | None = None, until: datetime | None = None,
+    *, caller: Caller, scope: str | None = None, since: datetime | None = None, until: datetime | None = None,
 ) -> dict[str, object]:
-    """Recall counts and rates, and trails by status, for a tenant (optionally limited to
-    scope prefixes and a time window)."""
-    events = RecallEvent.objects.filter(tenant=tenant)
-    trails = Trail.objects.filter(tenant=tenant)
-    if scope_prefixes:
-        scope_q = Q()
-        for prefix in scope_prefixes:
-            scope_q |= Q(scope__startswith=prefix)
-        events = events.filter(scope_q)
-        trails = trails.filter(scope_q)
+    """Recall counts and rates, and trails by status, of what the caller sees (its tenant, its
+    scope prefixes; optionally one scope and a time window)."""
+    tenant = caller.tenant
+    events = RecallEvent.objects.visible_to(caller)
+    trails = Trail.objects.visible_to(caller)
     if scope:
         events = events.filter(scope=scope)
         trails = trails.filter(scope=scope)
@@ -144,9 +139,11 @@ def shadow_estimates(agg: dict[str, int]) -> dict[str, object]:
     }
 
 
-def stats_all_tenants(*, since: datetime | None = None) -> dict[str, object]:
+def stats_all_tenants(*, caller: Caller, since: datetime | None = None) -> dict[str, object]:
     """The stats_for_tenant numbers summed over every tenant, plus one row per tenant
-    (slug, recalls, hit_rate, trails). Three grouped queries, whatever the tenant count."""
+    (slug, recalls, hit_rate, trails). Three grouped queries, whatever the tenant count.
+    Superusers only (SuperuserRequired otherwise)."""
+    require_superuser(caller)
     events = RecallEvent.objects.all()
     if since:
         events = events.filter(created_at__gte=since)
