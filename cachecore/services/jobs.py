@@ -15,12 +15,10 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from cachecore.errors import NotFound
 from cachecore.models import Job, JobKind, JobStatus
 from tenants.models import Tenant
 
@@ -197,19 +195,3 @@ def job_execute(*, job_id: str) -> Job | None:
         return job
     _finish(job, status=JobStatus.DONE, result=result)
     return job
-
-
-def job_get(*, tenant: Tenant, job_id: object, kind: JobKind | None = None) -> Job:
-    """A tenant's job by id (404 otherwise)."""
-    jobs = Job.objects.filter(tenant=tenant)
-    if kind:
-        jobs = jobs.filter(kind=kind)
-    try:
-        return jobs.get(pk=job_id)
-    except (Job.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
-        raise NotFound("job not found") from exc
-
-
-def jobs_for_tenant(*, tenant: Tenant, kind: JobKind, limit: int = 50) -> list[Job]:
-    """A tenant's most recent jobs of one kind, newest first."""
-    return list(Job.objects.filter(tenant=tenant, kind=kind).order_by("-created_at")[:limit])
