@@ -14,7 +14,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from adminui.access import console_view
 from adminui.forms import TrailActionForm
 from adminui.rendering import console_render, paginate
-from cachecore.engine.outcome import section_state
+from cachecore.engine.outcome import state_counts
 from cachecore.filtersets import TrailFilterSet
 from cachecore.models import TrailStatus
 from cachecore.selectors.citations import cited_sections_now
@@ -126,16 +126,13 @@ def _after_action(request: HttpRequest, next_url: str) -> HttpResponse:
 def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
     trail = trail_get(caller=request.caller, trail_id=trail_id)  # NotFound → 404 (console_view)
-    cited = [
-        {"c": c, "state": section_state(recorded_hash=c.recorded_hash, current_hash=c.current_hash).value}
-        for c in cited_sections_now(trail_id=str(trail.pk))
-    ]
+    cited = [{"c": c, "state": c.state.value} for c in cited_sections_now(trail_id=str(trail.pk))]
     recalls = recalls_for_trail(caller=request.caller, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {
         "trail": trail,
         "cited": cited,
-        "states": {s: sum(1 for c in cited if c["state"] == s) for s in ("valid", "changed", "missing")},
+        "states": state_counts(c["c"].state for c in cited),
         "recalls": recalls,
         "detail_url": detail_url,
         "list_url": f"{reverse('adminui:trails')}?{urlencode({'tenant': tenant.slug})}",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -30,9 +30,20 @@ class Decision:
 
 
 def section_state(*, recorded_hash: str, current_hash: str | None) -> SectionState:
+    """A citation's state: the one definition recall, the console and the selectors use
+    (``trails_invalidate_for_sections`` spells the same equality in SQL). Gone → missing;
+    the hash the trail recorded is the section's hash now → valid; else changed."""
     if current_hash is None:
         return SectionState.MISSING
     return SectionState.VALID if current_hash == recorded_hash else SectionState.CHANGED
+
+
+def state_counts(states: Iterable[SectionState]) -> dict[str, int]:
+    """How many citations are in each state, every state named (zeros included)."""
+    counts = dict.fromkeys(SectionState, 0)
+    for state in states:
+        counts[SectionState(state)] += 1
+    return {state.value: n for state, n in counts.items()}
 
 
 def classify(

@@ -9,6 +9,7 @@ import numpy as np
 from django.db import connection
 
 from cachecore.embedding import get_embedder
+from cachecore.engine.outcome import SectionState, section_state
 from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
@@ -28,6 +29,11 @@ class CitedSection:
     # query given, or no chunks ready), and the same for the trail's own question.
     coverage: float | None = None
     trail_coverage: float | None = None
+
+    @property
+    def state(self) -> SectionState:
+        """Valid, changed or missing (``cachecore.engine.outcome.section_state``)."""
+        return section_state(recorded_hash=self.recorded_hash, current_hash=self.current_hash)
 
 
 def cited_sections_for_trails(
@@ -81,8 +87,6 @@ def trails_citing_with_state(*, caller: Caller, section: Section | None, section
                              limit: int = 100) -> list[dict[str, object]]:
     """Trails citing a section, newest first, each with the hash it recorded and whether
     that still matches the section now (valid / changed / missing). One query."""
-    from cachecore.engine.outcome import section_state
-
     rows = (
         Citation.objects.visible_to(caller).filter(section_id=section_id)
         .select_related("trail")

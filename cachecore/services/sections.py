@@ -148,7 +148,7 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
                 JOIN cachecore_trail t ON t.id = c.trail_id
                 WHERE c.tenant_id = %(tenant)s AND c.section_id = ANY(%(ids)s)
                   AND t.status IN ('active', 'pending')
-            ), dead AS (
+            ), dead AS (  -- no cited section valid (cachecore.engine.outcome.section_state)
                 SELECT a.trail_id FROM affected a
                 WHERE NOT EXISTS (
                     SELECT 1 FROM cachecore_citation c2

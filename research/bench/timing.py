@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
+from cachecore.engine.outcome import SectionState
 from cachecore.engine.text import normalise_query
 from cachecore.selectors import nearest
 from cachecore.selectors.citations import cited_sections_now
@@ -93,7 +94,7 @@ def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray) -> str:
         if best is None or best.similarity < tenant.similarity_threshold:
             return "miss"
         cited = cited_sections_now(trail_id=best.trail_id)
-        valid = [c for c in cited if c.current_hash == c.recorded_hash]
+        valid = [c for c in cited if c.state is SectionState.VALID]
         if not valid:
             return "miss"
         if len(valid) < len(cited):

@@ -103,3 +103,10 @@ def test_unverified_sections_hint_but_never_make_a_trail_stale():
     only_unverified = classify([U, C], coverage=None, coverage_floor=0.3)
     assert only_unverified.outcome is Outcome.HINT and not only_unverified.stale
     assert classify([V, U], coverage=0.9, coverage_floor=0.3).outcome is Outcome.HINT
+
+
+def test_state_counts_name_every_state():
+    from cachecore.engine.outcome import state_counts
+
+    assert state_counts([V, V, C]) == {"valid": 2, "changed": 1, "missing": 0, "unverified": 0}
+    assert state_counts([]) == dict.fromkeys(("valid", "changed", "missing", "unverified"), 0)
