@@ -10,6 +10,7 @@ from django.forms.models import fields_for_model
 
 from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import SETTINGS_FIELDS
+from tenants.settings_diff import SECRET_SETTINGS
 
 
 class TrailIdsField(forms.Field):
@@ -40,7 +41,7 @@ class TrailActionForm(forms.Form):
 
 
 # Secrets are never rendered into a page; they are set by other means.
-CONSOLE_SETTINGS_FIELDS = tuple(f for f in SETTINGS_FIELDS if "secret" not in f)
+CONSOLE_SETTINGS_FIELDS = tuple(f for f in SETTINGS_FIELDS if f not in SECRET_SETTINGS)
 
 
 def _formfield(model_field: models.Field, **kwargs: object) -> forms.Field | None:

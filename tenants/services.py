@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from tenants.models import ApiKey, AuditAction, AuditEntry, KeyPermission, Membership, Role, Tenant
 from tenants.selectors import api_key_active_by_prefix
+from tenants.settings_diff import settings_audit_details, settings_changed, settings_snapshot
 
 KEY_PREFIX = "tc_"
 _PREFIX_SHAPE = re.compile(r"[0-9a-f]{1,16}")
@@ -38,7 +39,6 @@ SETTINGS_FIELDS = (
     "shadow_mode", "shadow_scope_prefixes",
     "resolver_url", "resolver_secret", "resolver_timeout_ms",
 )
-SECRET_SETTINGS = frozenset({"resolver_secret"})
 
 
 def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_label: str, actor: Any = None) -> Tenant:
@@ -47,7 +47,7 @@ def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_lab
     unknown = set(changes) - set(SETTINGS_FIELDS)
     if unknown:
         raise ValueError(f"not tenant settings: {sorted(unknown)}")
-    before = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
+    before = settings_snapshot(tenant, SETTINGS_FIELDS)
     for field, value in changes.items():
         setattr(tenant, field, value)
     try:
@@ -55,13 +55,9 @@ def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_lab
     except Exception:
         tenant.refresh_from_db()
         raise
-    after = {f: getattr(tenant, f) for f in SETTINGS_FIELDS}
-    changed = [f for f in SETTINGS_FIELDS if before[f] != after[f]]
-    # A secret is audited as changed, never with its values: the audit log is read by more people
-    # (and kept longer) than the settings themselves.
-    details: dict[str, Any] = {
-        f: "(changed)" if f in SECRET_SETTINGS else {"old": before[f], "new": after[f]} for f in changed
-    }
+    after = settings_snapshot(tenant, SETTINGS_FIELDS)
+    changed = settings_changed(before, after)
+    details = settings_audit_details(before, after)  # a secret: "(changed)", never its values
     if changed:
         with transaction.atomic():
             tenant.save(update_fields=changed)

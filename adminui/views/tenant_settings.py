@@ -16,6 +16,7 @@ from cachecore.selectors.stats import stats_for_tenant
 from cachecore.services import calibration
 from tenants import services
 from tenants.caller import Caller
+from tenants.settings_diff import settings_changed, settings_snapshot
 
 RETENTION = ("trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days")
 GROUPS = (
@@ -33,14 +34,14 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
         form = TenantSettingsForm(request.POST)
         if form.is_valid():
             try:
-                before = {f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS}
+                before = settings_snapshot(tenant, CONSOLE_SETTINGS_FIELDS)
                 services.tenant_settings_update(tenant=tenant, changes=form.cleaned_data,
                                                 actor_label=actor_label(request), actor=request.user)
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
             else:
-                changed = [f for f in CONSOLE_SETTINGS_FIELDS if before[f] != getattr(tenant, f)]
+                changed = settings_changed(before, settings_snapshot(tenant, CONSOLE_SETTINGS_FIELDS))
                 if changed:
                     labels = ", ".join(str(form.fields[f].label).lower() for f in changed)
                     messages.success(request, f"Saved: {labels}.")
@@ -49,7 +50,7 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
                 return HttpResponseRedirect(f"{request.path}?tenant={tenant.slug}")
         status = 400
     else:
-        form = TenantSettingsForm(initial={f: getattr(tenant, f) for f in CONSOLE_SETTINGS_FIELDS})
+        form = TenantSettingsForm(initial=settings_snapshot(tenant, CONSOLE_SETTINGS_FIELDS))
         status = 200
     groups = [(title, [form[name] for name in names]) for title, names in GROUPS if names]
     context = {"form": form, "groups": groups, "ranges": TenantSettingsForm.ranges(),

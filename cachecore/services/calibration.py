@@ -13,8 +13,11 @@ from cachecore.engine.operating_point import Suggestion, suggest
 from cachecore.models import RecallEvent
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
+from tenants.settings_diff import settings_audit_details, settings_snapshot
 
 SYSTEM_ACTOR = "system:calibration"
+# What applying a suggestion may change (audited old → new, like any settings change).
+CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence")
 
 
 # The most recent labels are enough to place the operating point; more only costs the read.
@@ -66,7 +69,7 @@ def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None
     new = suggestion.suggested
     with transaction.atomic():
         locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
-        old = locked.prefetch_confidence
+        before = settings_snapshot(locked, CALIBRATED_SETTINGS)
         locked.prefetch_confidence = new.cut
         locked.hint_confidence = min(locked.hint_confidence, new.cut)
         locked.full_clean()
@@ -74,7 +77,8 @@ def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None
         audit_record(
             tenant=locked, actor=actor, actor_label=actor_label, action=AuditAction.CALIBRATION_APPLY,
             target="prefetch_confidence",
-            details={"prefetch_confidence": {"old": old, "new": new.cut}, "automatic": automatic,
+            details={**settings_audit_details(before, settings_snapshot(locked, CALIBRATED_SETTINGS)),
+                     "automatic": automatic,
                      "labels": suggestion.labels, "target_false": suggestion.target_false,
                      "meets_target": suggestion.meets_target,
                      "false_rate_upper": new.false_rate_upper, "hit_rate": new.hit_rate},
