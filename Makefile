@@ -9,7 +9,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # A deployment starts gunicorn and celery itself, in production mode (the default).
 export TRAILCACHE_DEV := true
 
-.PHONY: setup run test lint bench eval cluster-demo clean-data
+.PHONY: setup run test lint bench eval cluster-demo clean-data chaos load
 
 $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,17 @@ eval: setup
 # exits 1 when something was lost or a worker ran nothing (docs/deploy.md).
 cluster-demo: setup
 	$(PY) scripts/cluster_demo.py $(CLUSTER_ARGS)
+
+# Faults against a throw-away stack of its own (PostgreSQL, Redis, gunicorn, worker, beat; a tmpfs
+# for the full disk when root): prints a table, fails on any failed check (research/chaos.py).
+chaos: setup
+	$(PY) -m research.chaos run $(CHAOS_ARGS)
+
+# A bounded loopback load run on its own stack (2 minutes by default: LOAD_ARGS="--duration 30").
+load: export TRAILCACHE_RATE_PER_KEY_PER_MINUTE := 0
+load: export TRAILCACHE_RATE_PER_TENANT_PER_MINUTE := 0
+load: setup
+	$(PY) -m research.chaos load $(LOAD_ARGS)
 
 clean-data:
 	-$(PY) -m config.embedded_db stop

@@ -675,7 +675,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.chaos", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="mode", required=True)
     run = sub.add_parser("run", help="the fault scenarios")
-    run.add_argument("--scenarios", default="pg,worker,redis,disk", help="comma-separated: pg, worker, redis, disk")
+    run.add_argument("--scenarios", default="pg,worker,disk,redis",
+                     help="comma-separated, run in this order: pg, worker, disk, redis")
     run.add_argument("--restarts", type=int, default=3)
     run.add_argument("--down-seconds", type=float, default=3.0, help="how long PostgreSQL stays down each time")
     run.add_argument("--up-seconds", type=float, default=4.0, help="load between restarts")
