@@ -3,13 +3,14 @@ Always applied to a queryset already scoped to one tenant."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time
 
 import django_filters
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from cachecore.models import Trail, TrailStatus
+from cachecore.selectors.trail_filters import instant, trail_filter
 
 # Sort keys → ORDER BY; the trailing id keeps pages stable when the key ties.
 TRAIL_SORTS: dict[str, tuple] = {
@@ -32,8 +33,9 @@ class TrailFilterSet(django_filters.FilterSet):
     ``section`` id, created and last-hit dates (inclusive days), and ``sort``."""
 
     q = django_filters.CharFilter(method="filter_query", label="Query contains")
-    scope = django_filters.CharFilter(field_name="scope", lookup_expr="exact", label="Scope")
-    status = django_filters.ChoiceFilter(choices=TrailStatus.choices, empty_label="any status", label="Status")
+    scope = django_filters.CharFilter(method="filter_exact", label="Scope")
+    status = django_filters.ChoiceFilter(method="filter_exact", choices=TrailStatus.choices, empty_label="any status",
+                                         label="Status")
     section = django_filters.CharFilter(method="filter_section", label="Cites section")
     created_from = django_filters.DateFilter(method="filter_from", field_name="created_at", label="Created from")
     created_to = django_filters.DateFilter(method="filter_to", field_name="created_at", label="Created to")
@@ -52,20 +54,26 @@ class TrailFilterSet(django_filters.FilterSet):
         model = Trail
         fields: list[str] = []
 
+    # Every filter is cachecore.selectors.trail_filters.trail_filter, the one the export uses.
+    _DAY_BOUNDS = {"created_at": ("created_since", "created_until"),
+                   "last_hit_at": ("last_hit_since", "last_hit_until")}
+
     def filter_query(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
-        value = value.strip()
-        return queryset.filter(query__icontains=value) if value else queryset
+        return queryset.filter(trail_filter(text=value))
+
+    def filter_exact(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
+        return queryset.filter(trail_filter(**{name: value}))
 
     def filter_section(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
-        # Exact section id, through the (tenant, section_id) citation index; one citation per
-        # trail and section (a unique constraint), so no duplicates.
-        return queryset.filter(citations__section_id=value) if value else queryset
+        return queryset.filter(trail_filter(section=value))
 
     def filter_from(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
-        return queryset.filter(**{f"{name}__gte": day_start(value)})
+        since = self._DAY_BOUNDS[name][0]
+        return queryset.filter(trail_filter(**{since: instant(value, end_of_day=False)}))
 
     def filter_to(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
-        return queryset.filter(**{f"{name}__lt": day_start(value + timedelta(days=1))})
+        until = self._DAY_BOUNDS[name][1]
+        return queryset.filter(trail_filter(**{until: instant(value, end_of_day=True)}))
 
     def filter_sort(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
         return queryset.order_by(*TRAIL_SORTS.get(value, TRAIL_SORTS[DEFAULT_TRAIL_SORT]))

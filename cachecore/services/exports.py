@@ -11,7 +11,7 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,10 +20,10 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
 from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
-from cachecore.models import Citation, Job, JobKind, JobStatus, Trail, TrailStatus
+from cachecore.models import Citation, Job, JobKind, JobStatus, Trail
+from cachecore.selectors.trail_filters import STATUS_ERROR, instant, status_valid, trail_filter
 from cachecore.services.jobs import JobFailed, job_create, job_progress, register
 from cachecore.services.subjects import subject_hash
 from tenants.models import AuditAction, Tenant
@@ -44,26 +44,13 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
-    """ISO datetime string from a datetime, a date or an ISO string; a bare date means the
-    start of that day (``since``) or the end of it (``until``), UTC."""
-    if value in (None, ""):
-        return None
-    if isinstance(value, str):
-        # A bare date first: parse_datetime would read it as midnight.
-        try:
-            parsed: date | datetime | None = parse_date(value) or parse_datetime(value)
-        except ValueError:
-            parsed = None
-        if parsed is None:
-            raise InvalidInput(f"{field}: not a date or datetime",
-                               fields={field: ["expected an ISO 8601 date or datetime"]})
-        value = parsed
-    if not isinstance(value, datetime):
-        day = value + timedelta(days=1) if end_of_day else value
-        value = datetime.combine(day, time.min)
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return value.isoformat()
+    """ISO datetime string of a ``since``/``until`` bound (``trail_filters.instant``: a bare
+    date is that UTC day)."""
+    try:
+        parsed = instant(value, end_of_day=end_of_day)
+    except ValueError as exc:
+        raise InvalidInput(f"{field}: not a date or datetime", fields={field: [str(exc)]}) from exc
+    return parsed.isoformat() if parsed else None
 
 
 def export_request(
@@ -75,8 +62,8 @@ def export_request(
     errors: dict[str, list[str]] = {}
     if format not in FORMATS:
         errors["format"] = [f"one of {', '.join(FORMATS)}"]
-    if status and status not in TrailStatus.values:
-        errors["status"] = [f"one of {', '.join(TrailStatus.values)}"]
+    if not status_valid(status):
+        errors["status"] = [STATUS_ERROR]
     if errors:
         raise InvalidInput("invalid export request", fields=errors)
     params = {
@@ -98,18 +85,14 @@ def export_request(
 
 
 def export_trails(*, tenant: Tenant, params: dict[str, Any]) -> QuerySet[Trail]:
-    """The trails an export's filters select (unordered)."""
+    """The trails an export's filters select (unordered): ``trail_filters.trail_filter``, the
+    console's trail list's filters."""
     trails = Trail.objects.filter(tenant=tenant)
     if params.get("subject_sha256") and not params.get("subject"):
         return trails.none()  # the subject was erased after the export was requested
-    for field in ("scope", "subject", "status"):
-        if params.get(field):
-            trails = trails.filter(**{field: params[field]})
-    if params.get("since"):
-        trails = trails.filter(created_at__gte=params["since"])
-    if params.get("until"):
-        trails = trails.filter(created_at__lt=params["until"])
-    return trails
+    return trails.filter(trail_filter(scope=params.get("scope"), subject=params.get("subject"),
+                                      status=params.get("status"), created_since=params.get("since"),
+                                      created_until=params.get("until")))
 
 
 def _batches(trails: QuerySet[Trail]) -> Iterator[list[dict[str, Any]]]:

@@ -1,0 +1,77 @@
+"""Which trails a filter selects: one definition for the console's trail list
+(``cachecore.filtersets.TrailFilterSet``) and the compliance export
+(``cachecore.services.exports``), so a scope, a status, a subject or a date range can't mean
+one thing on the list and another in the file.
+
+- ``scope``, ``status``, ``subject``: exact; ``status`` one of ``TrailStatus``;
+- ``text``: a substring of the stored query, case-insensitive (pg_trgm GIN index);
+- ``section``: cites that section id (one citation per trail and section: no duplicates);
+- ``created_since`` / ``created_until`` and ``last_hit_since`` / ``last_hit_until``: an
+  instant, since inclusive, until exclusive. A bare date means that UTC day: since its start,
+  until the end of it (``instant``).
+
+Empty values select everything; the caller's restriction (``visible_to``) is applied to the
+queryset before, never here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from cachecore.models import TrailStatus
+
+TRAIL_STATUSES = tuple(TrailStatus.values)
+STATUS_ERROR = f"one of {', '.join(TRAIL_STATUSES)}"
+INSTANT_ERROR = "expected an ISO 8601 date or datetime"
+
+
+def instant(value: Any, *, end_of_day: bool) -> datetime | None:
+    """An aware datetime from a datetime, a date or an ISO 8601 string (None for empty); a bare
+    date is the start of that UTC day, or with ``end_of_day`` the start of the next one (an
+    exclusive bound that takes in the whole day). ValueError when a string is neither."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        # A bare date first: parse_datetime would read it as midnight.
+        try:
+            parsed: date | datetime | None = parse_date(value) or parse_datetime(value)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise ValueError(INSTANT_ERROR)
+        value = parsed
+    if not isinstance(value, datetime):
+        day = value + timedelta(days=1) if end_of_day else value
+        value = datetime.combine(day, time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
+
+
+def status_valid(status: str | None) -> bool:
+    return not status or status in TRAIL_STATUSES
+
+
+def trail_filter(
+    *, scope: str | None = None, status: str | None = None, subject: str | None = None, text: str | None = None,
+    section: str | None = None, created_since: Any = None, created_until: Any = None, last_hit_since: Any = None,
+    last_hit_until: Any = None,
+) -> Q:
+    """The condition on ``Trail`` for validated filter values (see the module's docstring)."""
+    q = Q()
+    exact = (("scope", scope), ("status", status), ("subject", subject), ("citations__section_id", section))
+    for field, value in exact:
+        if value:
+            q &= Q(**{field: value})
+    if text and text.strip():
+        q &= Q(query__icontains=text.strip())
+    for lookup, value in (("created_at__gte", created_since), ("created_at__lt", created_until),
+                          ("last_hit_at__gte", last_hit_since), ("last_hit_at__lt", last_hit_until)):
+        if value:
+            q &= Q(**{lookup: value})
+    return q
