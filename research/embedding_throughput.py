@@ -58,19 +58,19 @@ def time_one(emb: Embedder, queries: list[str], seconds: float) -> dict:
     return {"n": len(samples), "p50_ms": _pct(samples, 50), "p99_ms": _pct(samples, 99)}
 
 
-def time_batches(emb: Embedder, queries: list[str], seconds: float) -> float:
+def time_batches(emb: Embedder, queries: list[str], seconds: float, size: int = 128) -> float:
     done = 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        emb.embed(queries[:128], batch_size=32)
-        done += 128
+        emb.embed(queries[:size], batch_size=32)
+        done += size
     return round(done / (time.perf_counter() - t0), 1)
 
 
 def breakdown(emb: Embedder, queries: list[str]) -> dict:
     """One query's time split into tokenizer, model run and pooling (medians, ms)."""
     tok, run, pool = [], [], []
-    for q in queries * 3:
+    for q in queries:
         t0 = time.perf_counter()
         enc = emb._tokenizer.encode_batch([q])
         ids = np.array([e.ids for e in enc], dtype=np.int64)
@@ -89,9 +89,9 @@ def breakdown(emb: Embedder, queries: list[str]) -> dict:
             "tokens": int(ids.shape[1])}
 
 
-def padding_cost(emb: Embedder) -> dict:
-    """32 texts of mixed lengths: one padded batch in arrival order vs sorted by length."""
-    texts = [normalise_query(" ".join(["word"] * (4 + (i * 37) % 120))) for i in range(128)]
+def padding_cost(emb: Embedder, n: int = 128) -> dict:
+    """Texts of mixed lengths in batches of 32: padded in arrival order vs sorted by length."""
+    texts = [normalise_query(" ".join(["word"] * (4 + (i * 37) % 120))) for i in range(n)]
     out = {}
     for name, order in (("unsorted", texts), ("sorted", sorted(texts, key=len))):
         t0 = time.perf_counter()
@@ -115,8 +115,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="per measurement")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="small batches and samples (the test)")
     args = parser.parse_args(argv)
     queries = _queries(200)
+    batch, sample = (32, 10) if args.quick else (128, 150)
     rows = []
     ctx = mp.get_context("spawn")
     for busy in (0, 1, 2):
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
                     emb = Embedder(threads=threads, spinning=spinning, cache_size=0)
                     one = time_one(emb, queries, args.seconds)
                     rows.append({"busy_cores": busy, "threads": threads, "spinning": spinning, **one,
-                                 "sentences_per_s": time_batches(emb, queries, args.seconds)})
+                                 "sentences_per_s": time_batches(emb, queries, args.seconds, batch)})
         finally:
             stop.set()
             for p in procs:
@@ -140,8 +142,8 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "load_before": os.getloadavg(),
         "rows": rows,
-        "breakdown_threads1": breakdown(emb, queries[:50]),
-        "padding": padding_cost(emb),
+        "breakdown_threads1": breakdown(emb, queries[:sample]),
+        "padding": padding_cost(emb, batch),
         "cache_hit_us": cache_hit_cost(emb, queries[:100]),
     }
     print(f"load average at start: {result['load_before'][0]:.2f}")

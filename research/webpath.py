@@ -1,7 +1,7 @@
 """A recall's time outside embedding and SQL, and the web worker model chosen by measurement.
 
-    .venv/bin/python -m research.webpath [--requests 200] [--seconds 8] [--levels 1,8,32]
-                                         [--models sync,gthread,asgi] [--profile] [--out reports/webpath.json]
+    .venv/bin/python -m research.webpath [--requests 200] [--seconds 4] [--rounds 3] [--levels 1,8,32]
+                                         [--models sync,gthread,asgi,sync:3] [--profile] [--out reports/webpath.json]
 
 Runs on a database of its own (``trailcache_webpath`` on the embedded server, or on
 ``DATABASE_URL``'s server), seeded once with one tenant, 40 sections and 200 trails.
@@ -11,10 +11,11 @@ Runs on a database of its own (``trailcache_webpath`` on the embedded server, or
    web = request total − service total (middleware, API-key auth, throttle, DRF parsing and
    validation, JSON rendering). Also the web path alone, with the service replaced by a canned
    answer; ``--profile`` prints that path's top functions (cProfile).
-2. **Worker models over loopback**: gunicorn ``sync`` (2 workers), ``gthread`` (2 workers × 4
-   threads) and ASGI (``uvicorn.workers.UvicornWorker``, 2 workers), each started on a free
-   port and stopped again, at concurrency 1, 8 and 32; every request a different question (no
-   embedding-cache hits). The load generator runs on the same two cores.
+2. **Worker models over loopback**: gunicorn ``sync``, ``gthread`` (4 threads per worker) and
+   ASGI (``uvicorn.workers.UvicornWorker``), 2 workers each unless ``model:N``, all started on free
+   ports (and stopped again), then measured in interleaved rounds at concurrency 1, 8 and 32
+   (medians over rounds); every request a different question (no embedding-cache hits). The
+   load generator runs on the same two cores.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def question(i: int, variant: int = 0) -> str:
     return forms[variant % len(forms)]
 
 
-def seed() -> tuple[object, str]:
-    """The study's tenant (40 sections, 200 trails, made once) and a new API key."""
+def seed(trails: int = 200) -> tuple[object, str]:
+    """The study's tenant (40 sections, ``trails`` trails, made once) and a new API key."""
     from cachecore.models import Trail
     from cachecore.services.sections import sections_upsert
     from cachecore.services.trails import trail_record
@@ -89,7 +90,7 @@ def seed() -> tuple[object, str]:
         sections_upsert(tenant=tenant, sections=[
             {"id": f"guide/{t}-{n}.md#steps", "text": f"To {t} Acme Sync on group {n}: run acme {t} --group {n}."}
             for n in range(5) for t in TOPICS])
-        for i in range(200):
+        for i in range(trails):
             cited = [f"guide/{TOPICS[i % len(TOPICS)]}-{i % 5}.md#steps"]
             trail_record(tenant=tenant, scope="web", query=question(i), cited=cited,
                          steps=[{"tool": "search", "args": {"q": question(i)}, "returned": cited}],
@@ -187,32 +188,58 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
             "web_only_canned_service_p50_ms": _med(ms(bare)), "web_only_p99_ms": _p99(ms(bare)), "profile": top}
 
 
-def over_http(key: str, model: str, levels: list[int], n: int, seconds: float, offset: int) -> list[dict]:
+def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: float, rounds: int) -> list[dict]:
+    """Every server started at once (idle ones cost memory, not CPU), then ``rounds`` rounds of
+    model × level, interleaved, so that load from elsewhere on the machine falls on every model
+    alike; per (model, level) the medians over rounds of p50, p99 and recalls/s."""
+    from contextlib import ExitStack
+
     from research.bench import httpload
 
-    cfg = MODELS[model]
+    samples: dict[tuple[str, int], list[dict]] = {}
+    with ExitStack() as stack:
+        servers = {}
+        for spec in specs:
+            model, _, workers = spec.partition(":")
+            cfg = MODELS[model]
+            servers[spec] = stack.enter_context(httpload.gunicorn(
+                database_url=os.environ["DATABASE_URL"], workers=int(workers or 2), worker_class=cfg["worker_class"],
+                threads=cfg["threads"], app=cfg["app"]))
+            warm = [("POST", "/api/v1/recall", json.dumps({"scope": "web", "query": f"warm {spec} {i}"}).encode(), key)
+                    for i in range(20)]
+            httpload.run_load(servers[spec], warm, concurrency=2, time_limit_s=30)
+        serial = 0
+        for _ in range(rounds):
+            for spec, server in servers.items():
+                for level in levels:
+                    jobs = []
+                    for i in range(n):
+                        serial += 1
+                        text = question(i, i % 3) + f" (#{serial})"  # never an embedding-cache hit
+                        jobs.append(("POST", "/api/v1/recall", json.dumps({"scope": "web", "query": text}).encode(),
+                                     key))
+                    r = httpload.run_load(server, jobs, concurrency=level, time_limit_s=seconds)
+                    samples.setdefault((spec, level), []).append(r)
     rows = []
-    with httpload.gunicorn(database_url=os.environ["DATABASE_URL"], workers=2, worker_class=cfg["worker_class"],
-                           threads=cfg["threads"], app=cfg["app"]) as server:
-        warm = [("POST", "/api/v1/recall", json.dumps({"scope": "web", "query": f"warm {model} {i}"}).encode(), key)
-                for i in range(20)]
-        httpload.run_load(server, warm, concurrency=2, time_limit_s=30)
-        for level in levels:
-            jobs = [("POST", "/api/v1/recall",
-                     json.dumps({"scope": "web", "query": question(i, i % 3) + f" ({model} {level} {offset + i})"}
-                                ).encode(), key) for i in range(n)]
-            r = httpload.run_load(server, jobs, concurrency=level, time_limit_s=seconds)
-            rows.append({"model": model, "concurrency": level, "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
-                         "per_s": r["per_s"], "n": r["n"], "errors": r["errors"]})
+    for (spec, level), rs in samples.items():
+        model, _, workers = spec.partition(":")
+        rows.append({"model": model, "workers": int(workers or 2), "concurrency": level,
+                     "p50_ms": _med([r["p50_ms"] for r in rs]), "p99_ms": _med([r["p99_ms"] for r in rs]),
+                     "per_s": _med([r["per_s"] for r in rs]), "n": sum(r["n"] for r in rs),
+                     "errors": sum(r["errors"] for r in rs),
+                     "error_samples": [e for r in rs for e in r["error_samples"]][:3]})
     return rows
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=200, help="per in-process phase and per HTTP level")
-    parser.add_argument("--seconds", type=float, default=8.0, help="time limit per HTTP level")
+    parser.add_argument("--requests", type=int, default=200, help="per in-process phase and per HTTP run")
+    parser.add_argument("--seconds", type=float, default=4.0, help="time limit per HTTP run")
     parser.add_argument("--levels", default="1,8,32")
-    parser.add_argument("--models", default="sync,gthread,asgi")
+    parser.add_argument("--models", default="sync,gthread,asgi",
+                        help="comma-separated; model:N runs N workers (default 2), e.g. sync:4")
+    parser.add_argument("--trails", type=int, default=200, help="trails seeded in a new study database")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds over models and levels")
     parser.add_argument("--database", default=DATABASE)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
@@ -227,7 +254,7 @@ def main(argv: list[str] | None = None) -> dict:
     import django
 
     django.setup()
-    _, key = seed()
+    _, key = seed(args.trails)
     load = os.getloadavg()
     result: dict = {"load_before": load, "in_process": in_process(key, args.requests, profile=args.profile)}
     ip = result["in_process"]
@@ -241,13 +268,12 @@ def main(argv: list[str] | None = None) -> dict:
     rows: list[dict] = []
     if not args.skip_http:
         levels = [int(x) for x in args.levels.split(",")]
-        for j, model in enumerate(args.models.split(",")):
-            rows += over_http(key, model, levels, args.requests, args.seconds, offset=j * 100_000)
-        print("| worker model | concurrency | p50 ms | p99 ms | recalls/s | errors |")
-        print("|---|---|---|---|---|---|")
+        rows = over_http(key, args.models.split(","), levels, args.requests, args.seconds, args.rounds)
+        print("| worker model | workers | concurrency | p50 ms | p99 ms | recalls/s | errors |")
+        print("|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['model']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} | {r['per_s']} "
-                  f"| {r['errors']} |")
+            print(f"| {r['model']} | {r['workers']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} "
+                  f"| {r['per_s']} | {r['errors']} |")
     result["http"] = rows
     result["load_after"] = os.getloadavg()
     if args.out:
