@@ -48,3 +48,32 @@ def test_a_developer_may_allow_skips_explicitly(monkeypatch):
 
 def test_async_unsafe_orm_access_is_not_allowed_outside_the_browser_tests():
     assert "DJANGO_ALLOW_ASYNC_UNSAFE" not in os.environ
+
+
+# Test folders that are not a package's: behaviour across packages (jobs and the broker, a
+# real browser, security properties, a multi-node deployment) and the labelled data.
+CROSS_CUTTING = {"background", "browser", "security", "deploy", "data"}
+
+
+def test_tests_mirror_the_packages():
+    """Every project package has its tests folder named after it (tests/<package>/, engine tests
+    in tests/cachecore/engine/); other folders are the cross-cutting suites above. Folders
+    without __init__.py share one namespace, so their test file names must be unique
+    (pytest's default import mode), and tests/research has none (it would shadow research)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    # clients/ holds the client libraries (clients/python/…), a package of its own kind.
+    packages = {p.parent.name for p in root.glob("*/__init__.py") if p.parent.name != "tests"} | {"clients"}
+    folders = {p.name for p in (root / "tests").iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert packages <= folders, f"packages without a tests folder: {sorted(packages - folders)}"
+    strays = folders - packages - CROSS_CUTTING
+    assert not strays, f"tests folders that mirror nothing: {sorted(strays)}"
+    assert not (root / "tests" / "research" / "__init__.py").exists()
+    assert (root / "tests" / "cachecore" / "engine" / "test_engine_logic.py").exists()
+    names: dict[str, Path] = {}
+    for test in (root / "tests").rglob("test_*.py"):
+        if (test.parent / "__init__.py").exists() or "vendor" in test.parts:
+            continue
+        assert test.name not in names, f"two test files named {test.name}: {names[test.name]} and {test}"
+        names[test.name] = test
