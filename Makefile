@@ -9,7 +9,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # A deployment starts gunicorn and celery itself, in production mode (the default).
 export TRAILCACHE_DEV := true
 
-.PHONY: setup run test lint bench eval cluster-demo clean-data chaos load
+.PHONY: setup run test lint bench bench-growth eval cluster-demo clean-data chaos load
 
 $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ bench eval: export TRAILCACHE_RATE_PER_KEY_PER_MINUTE := 0
 bench eval: export TRAILCACHE_RATE_PER_TENANT_PER_MINUTE := 0
 bench: setup
 	$(PY) manage.py bench $(BENCH_ARGS)
+
+# The growth curve: the bench at 10k and 100k trails (GROWTH_ARGS="--with-1m" adds 1M), one
+# database per size; reports/bench/growth/growth.{json,md,png}.
+bench-growth: setup
+	$(PY) -m research.bench.growth $(GROWTH_ARGS)
 
 eval: setup
 	$(PY) manage.py evaluate $(EVAL_ARGS)
