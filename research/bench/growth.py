@@ -112,7 +112,7 @@ def plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     xs = [r["trails"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    fig, ax = plt.subplots(figsize=(7, 5), dpi=120)
     series = [("recall_excluded_p50_ms", "in-process p50 (excl. embedding)", "-o"),
               ("recall_excluded_p99_ms", "in-process p99 (excl. embedding)", "--o"),
               ("recall_included_p50_ms", "in-process p50 (incl. embedding)", "-s"),
@@ -128,7 +128,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("ms")
     ax.set_title("Trailcache recall latency against trails (2 cores)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
