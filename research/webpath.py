@@ -188,6 +188,12 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
             "web_only_canned_service_p50_ms": _med(ms(bare)), "web_only_p99_ms": _p99(ms(bare)), "profile": top}
 
 
+def _spec(spec: str) -> tuple[str, int, int]:
+    """``model[:workers[:embedding threads]]`` → (model, workers, onnxruntime threads); defaults 2 and 1."""
+    model, workers, threads = ([*spec.split(":"), "", ""])[:3]
+    return model, int(workers or 2), int(threads or 1)
+
+
 def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: float, rounds: int) -> list[dict]:
     """Every server started at once (idle ones cost memory, not CPU), then ``rounds`` rounds of
     model × level, interleaved, so that load from elsewhere on the machine falls on every model
@@ -200,11 +206,11 @@ def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: fl
     with ExitStack() as stack:
         servers = {}
         for spec in specs:
-            model, _, workers = spec.partition(":")
+            model, workers, threads = _spec(spec)
             cfg = MODELS[model]
             servers[spec] = stack.enter_context(httpload.gunicorn(
-                database_url=os.environ["DATABASE_URL"], workers=int(workers or 2), worker_class=cfg["worker_class"],
-                threads=cfg["threads"], app=cfg["app"]))
+                database_url=os.environ["DATABASE_URL"], workers=workers, worker_class=cfg["worker_class"],
+                threads=cfg["threads"], app=cfg["app"], extra_env={"TRAILCACHE_EMBEDDING_THREADS": str(threads)}))
             warm = [("POST", "/api/v1/recall", json.dumps({"scope": "web", "query": f"warm {spec} {i}"}).encode(), key)
                     for i in range(20)]
             httpload.run_load(servers[spec], warm, concurrency=2, time_limit_s=30)
@@ -222,8 +228,8 @@ def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: fl
                     samples.setdefault((spec, level), []).append(r)
     rows = []
     for (spec, level), rs in samples.items():
-        model, _, workers = spec.partition(":")
-        rows.append({"model": model, "workers": int(workers or 2), "concurrency": level,
+        model, workers, threads = _spec(spec)
+        rows.append({"model": model, "workers": workers, "embedding_threads": threads, "concurrency": level,
                      "p50_ms": _med([r["p50_ms"] for r in rs]), "p99_ms": _med([r["p99_ms"] for r in rs]),
                      "per_s": _med([r["per_s"] for r in rs]), "n": sum(r["n"] for r in rs),
                      "errors": sum(r["errors"] for r in rs),
@@ -237,7 +243,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=4.0, help="time limit per HTTP run")
     parser.add_argument("--levels", default="1,8,32")
     parser.add_argument("--models", default="sync,gthread,asgi",
-                        help="comma-separated; model:N runs N workers (default 2), e.g. sync:4")
+                        help="comma-separated model[:workers[:embedding threads]], e.g. sync:3 or sync:2:2")
     parser.add_argument("--trails", type=int, default=200, help="trails seeded in a new study database")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds over models and levels")
     parser.add_argument("--database", default=DATABASE)
@@ -269,11 +275,11 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.skip_http:
         levels = [int(x) for x in args.levels.split(",")]
         rows = over_http(key, args.models.split(","), levels, args.requests, args.seconds, args.rounds)
-        print("| worker model | workers | concurrency | p50 ms | p99 ms | recalls/s | errors |")
-        print("|---|---|---|---|---|---|---|")
+        print("| worker model | workers | embedding threads | concurrency | p50 ms | p99 ms | recalls/s | errors |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['model']} | {r['workers']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} "
-                  f"| {r['per_s']} | {r['errors']} |")
+            print(f"| {r['model']} | {r['workers']} | {r['embedding_threads']} | {r['concurrency']} "
+                  f"| {r['p50_ms']} | {r['p99_ms']} | {r['per_s']} | {r['errors']} |")
     result["http"] = rows
     result["load_after"] = os.getloadavg()
     if args.out:

@@ -64,9 +64,10 @@ class Server:
 
 @contextmanager
 def gunicorn(*, database_url: str, workers: int = 2, worker_class: str = "sync", threads: int = 1,
-             timeout_s: float = 60.0, app: str = "config.wsgi:application") -> Iterator[Server]:
+             timeout_s: float = 60.0, app: str = "config.wsgi:application",
+             extra_env: dict[str, str] | None = None) -> Iterator[Server]:
     port = free_port()
-    env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="config.settings")
+    env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="config.settings", **(extra_env or {}))
     args = [str(Path(sys.executable).parent / "gunicorn"), app,
             "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", worker_class,
             "--threads", str(threads), "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
