@@ -140,7 +140,12 @@ class SignalSource(models.TextChoices):
 
 class Trail(models.Model):
     """A query and the path that answered it: steps and cited sections with their hashes.
-    Never an answer."""
+    Never an answer.
+
+    Hash-partitioned by tenant in the database (16 partitions, migration 0011), like its
+    citations: the primary key there is (id, tenant_id), every unique key holds the tenant, and
+    a query that names the tenant touches one partition (raw SQL on trails says
+    ``tenant_id = %s``). Django keeps ``id`` as the pk."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="trails")
@@ -199,7 +204,9 @@ class Citation(models.Model):
     """A section a trail cited, with the hash it had when recorded. Keyed by the section's
     external id, not a foreign key: a deleted section must still count as changed."""
 
-    trail = models.ForeignKey(Trail, on_delete=models.CASCADE, related_name="citations")
+    # The database's key is (tenant_id, trail_id) → the trail's (tenant_id, id), ON DELETE
+    # CASCADE (migration 0011): partitioned tables are referenced through their whole key.
+    trail = models.ForeignKey(Trail, on_delete=models.CASCADE, related_name="citations", db_constraint=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     section_id = models.CharField(max_length=512)
     position = models.PositiveSmallIntegerField()
@@ -210,7 +217,8 @@ class Citation(models.Model):
     class Meta:
         ordering = ["trail", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["trail", "section_id"], name="citation_unique_section"),
+            # The tenant is in every unique key: the table is partitioned by tenant.
+            models.UniqueConstraint(fields=["trail", "section_id", "tenant"], name="citation_unique_section"),
         ]
         indexes = [
             # Reverse index: which trails cite a section (invalidation, console).
@@ -242,7 +250,10 @@ class RecallEvent(models.Model):
     # Emptied after the tenant's query_retention_days.
     query = models.TextField(blank=True)
     subject = models.CharField(max_length=200, blank=True)
-    trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls")
+    # Both trail keys are (tenant_id, …) → the trail's (tenant_id, id) in the database, ON DELETE
+    # SET NULL of the trail column only (migration 0011).
+    trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls",
+                              db_constraint=False)
     outcome = models.CharField(max_length=16, choices=RecallOutcome.choices)
     miss_reason = models.CharField(max_length=16, choices=MissReason.choices, blank=True)
     # Shadow mode: the answer was a miss; this is what recall would have answered (prefetch,
@@ -262,7 +273,8 @@ class RecallEvent(models.Model):
     # Every trail whose sections were served or hinted (more than one when trails were merged).
     trail_ids = ArrayField(models.UUIDField(), default=list, blank=True)
     # Filled by the record that names this recall_id.
-    recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                       db_constraint=False)
     served_cited = models.PositiveIntegerField(null=True)
     # The label from behaviour: the following record cited some of the offered sections (True),
     # none of them (False); null while no record named this recall.

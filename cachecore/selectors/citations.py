@@ -13,6 +13,7 @@ from cachecore.engine.outcome import SectionState, section_state
 from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
+from tenants.models import Tenant
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,20 @@ class CitedSection:
 
 
 def cited_sections_for_trails(
-    *, trail_ids: list[str], query_terms: list[str] | None = None, embedding: np.ndarray | None = None
+    *, tenant: Tenant, trail_ids: list[str], query_terms: list[str] | None = None, embedding: np.ndarray | None = None
 ) -> dict[str, list[CitedSection]]:
     """Each trail's citations with each section's current hash and text, in citation order,
     from one statement (one snapshot): the text served always belongs to the hash checked.
     With ``query_terms``, also which of them each section's text holds; with the query's
-    ``embedding``, its coverage by each section's chunks."""
+    ``embedding``, its coverage by each section's chunks. Trails of another tenant have none
+    (the statement reads the tenant's partition only)."""
     by_trail: dict[str, list[CitedSection]] = {str(t): [] for t in trail_ids}
     if not trail_ids:
         return by_trail
     terms = query_terms or []
     coverage = (
         "cov.query, cov.trail FROM cachecore_citation c "
-        "JOIN cachecore_trail tr ON tr.id = c.trail_id LEFT JOIN cachecore_section s "
+        "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id LEFT JOIN cachecore_section s "
         "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
         "LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> %s::vector)) AS query, "
         "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
@@ -67,8 +69,8 @@ def cited_sections_for_trails(
             "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
             "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
             f"{coverage} "
-            "WHERE c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
-            [*params, [str(t) for t in trail_ids]],
+            "WHERE c.tenant_id = %s AND c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
+            [*params, tenant.pk, [str(t) for t in trail_ids]],
         )
         for r in cur.fetchall():
             by_trail[str(r[0])].append(CitedSection(
@@ -78,9 +80,9 @@ def cited_sections_for_trails(
     return by_trail
 
 
-def cited_sections_now(*, trail_id: str) -> list[CitedSection]:
+def cited_sections_now(*, tenant: Tenant, trail_id: str) -> list[CitedSection]:
     """One trail's citations with the sections' current state (see cited_sections_for_trails)."""
-    return cited_sections_for_trails(trail_ids=[str(trail_id)])[str(trail_id)]
+    return cited_sections_for_trails(tenant=tenant, trail_ids=[str(trail_id)])[str(trail_id)]
 
 
 def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str,
@@ -88,7 +90,8 @@ def trails_citing_with_state(*, caller: Caller, section: Section | None, section
     """Trails citing a section, newest first, each with the hash it recorded and whether
     that still matches the section now (valid / changed / missing). One query."""
     rows = (
-        Citation.objects.visible_to(caller).filter(section_id=section_id)
+        # The trail's tenant too: the join then reads one trail partition.
+        Citation.objects.visible_to(caller).filter(section_id=section_id, trail__tenant=caller.tenant)
         .select_related("trail")
         .only("recorded_hash", "trail__id", "trail__scope", "trail__query", "trail__status", "trail__hits",
               "trail__created_at")

@@ -36,9 +36,10 @@ def _json(value: object) -> list[object]:
     return json.loads(value) if isinstance(value, str) else (value or [])  # type: ignore[return-value]
 
 
-# (tenant, scope) → (active trails, valid until), least recently used first. Bounded: a
-# client inventing a new scope string per request must not grow the process without limit.
-_scope_sizes: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+# (tenant, scope) → (active trails, rows of the tenant's partition, valid until), least recently
+# used first. Bounded: a client inventing a new scope string per request must not grow the
+# process without limit.
+_scope_sizes: OrderedDict[tuple[str, str], tuple[int, float, float]] = OrderedDict()
 SCOPE_SIZE_CACHE_MAX = 4096
 _scope_sizes_lock = threading.Lock()  # web workers may run threads
 # Candidate list of the HNSW scan; iterative scan goes past it when the scope filter needs to.
@@ -46,60 +47,85 @@ _HNSW_EF_SEARCH = 100
 _SCOPE_SIZE_TTL_S = 60.0
 
 
-def active_scope_size(*, tenant: Tenant, scope: str) -> int:
-    """Active trails in a scope, counted up to the exact-search limit + 1, cached per
-    process for a minute (the size only routes the query; either path is correct)."""
+def _scope_route(*, tenant: Tenant, scope: str) -> tuple[int, float]:
+    """Active trails in a scope, counted up to the exact-search cap + 1, and the estimated rows
+    of the trail partition holding the tenant (pg_class.reltuples of the rows' ``tableoid``;
+    0 for an empty scope). One statement, cached per process for a minute (the figures only
+    route the query; either path is correct)."""
     key = (str(tenant.pk), scope)
     now = time.monotonic()
     with _scope_sizes_lock:
         cached = _scope_sizes.get(key)
-        if cached and cached[1] > now:
+        if cached and cached[2] > now:
             _scope_sizes.move_to_end(key)
-            return cached[0]
+            return cached[0], cached[1]
     limit = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM cachecore_trail WHERE tenant_id = %s AND scope = %s "
-            "AND status = 'active' LIMIT %s) s",
+            "SELECT c.n, coalesce((SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = c.part), 0) "
+            "FROM (SELECT count(*) AS n, max(s.tableoid) AS part FROM (SELECT tableoid FROM cachecore_trail "
+            "WHERE tenant_id = %s AND scope = %s AND status = 'active' LIMIT %s) s) c",
             [tenant.pk, scope, limit + 1],
         )
-        size = cur.fetchone()[0]
+        size, rows = cur.fetchone()
+    size, rows = int(size), float(rows)
     with _scope_sizes_lock:
-        _scope_sizes[key] = (size, now + _SCOPE_SIZE_TTL_S)
+        _scope_sizes[key] = (size, rows, now + _SCOPE_SIZE_TTL_S)
         _scope_sizes.move_to_end(key)
         while len(_scope_sizes) > SCOPE_SIZE_CACHE_MAX:
             _scope_sizes.popitem(last=False)
-    return size
+    return size, rows
 
 
-_table_rows: list[float] = [0.0, 0.0]  # [estimated rows of cachecore_trail, valid until]
+def active_scope_size(*, tenant: Tenant, scope: str) -> int:
+    """Active trails in a scope, counted up to the exact-search limit + 1 (cached a minute)."""
+    return _scope_route(tenant=tenant, scope=scope)[0]
 
 
-def exact_search_limit() -> int:
-    """Scopes with at most this many active trails are searched exactly. The HNSW index
-    covers the whole table, so a filtered HNSW scan visits about (table rows / scope size)
-    entries per hit while an exact search scans the scope: the crossover grows like the
-    square root of the table, ≈ 5·√rows as measured by ``manage.py bench`` (100k trails:
-    ~1.5k; 1M: ~5k). Never above TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 1,000.
-    The row estimate (pg_class.reltuples) is cached per process for a minute."""
-    cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+_partition_rows: list[float] = [0.0, 0.0]  # [mean estimated rows of a trail partition, valid until]
+
+
+def _mean_partition_rows() -> float:
     now = time.monotonic()
-    if _table_rows[1] <= now:
+    if _partition_rows[1] <= now:
         with connection.cursor() as cur:
-            cur.execute("SELECT reltuples FROM pg_class WHERE oid = 'cachecore_trail'::regclass")
+            cur.execute(
+                "SELECT coalesce((SELECT avg(greatest(c.reltuples, 0)) FROM pg_inherits i "
+                "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'cachecore_trail'::regclass), "
+                "(SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'cachecore_trail'::regclass))"
+            )
             row = cur.fetchone()
-        _table_rows[:] = [max(0.0, float(row[0])) if row else 0.0, now + _SCOPE_SIZE_TTL_S]
-    return min(cap, max(1000, int(5 * _table_rows[0] ** 0.5)))
+        _partition_rows[:] = [float(row[0] or 0.0) if row else 0.0, now + _SCOPE_SIZE_TTL_S]
+    return _partition_rows[0]
+
+
+def exact_search_limit(rows: float | None = None) -> int:
+    """Scopes with at most this many active trails are searched exactly. Trails are
+    partitioned by tenant and each partition has its own HNSW index, so a filtered HNSW scan
+    visits about (partition rows / scope size) entries per hit while an exact search scans the
+    scope: the crossover grows like the square root of the partition, ≈ 5·√rows (measured by
+    ``manage.py bench`` on one global index: 100k rows, ~1.5k; 1M, ~5k). ``rows``: the rows of
+    the partition the scan visits (``_scope_route``); None, a mean partition. Never above
+    TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 1,000."""
+    cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    rows = _mean_partition_rows() if rows is None else rows
+    return min(cap, max(1000, int(5 * rows ** 0.5)))
+
+
+def search_path(*, tenant: Tenant, scope: str) -> str:
+    """``"exact"`` or ``"hnsw"``: the path ``nearest_trails`` takes for this scope."""
+    size, rows = _scope_route(tenant=tenant, scope=scope)
+    return "exact" if size <= exact_search_limit(rows=rows) else "hnsw"
 
 
 def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5) -> list[Candidate]:
     """The ``limit`` nearest active, unexpired trails of the tenant's scope by cosine,
     best first. Small scopes (``exact_search_limit``) are searched exactly through the
-    (tenant, scope, status) btree; large ones through HNSW with iterative scan, re-ranked
-    exactly. Call inside a transaction
-    (``SET LOCAL``)."""
+    (tenant, scope, status) btree; large ones through the HNSW index of the tenant's partition
+    with iterative scan, re-ranked exactly. Both statements name the tenant wherever they read
+    trails, so the planner touches one partition. Call inside a transaction (``SET LOCAL``)."""
     vector = vector_literal(embedding)
-    exact = active_scope_size(tenant=tenant, scope=scope) <= exact_search_limit()
+    exact = search_path(tenant=tenant, scope=scope) == "exact"
     model = get_embedder().version
     where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
              "AND embedding_model = %s")
@@ -111,8 +137,9 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
                 "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
                 "FROM (SELECT id, distance, query_normalised "
                 "FROM (SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
-                f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), model, limit],
+                f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n "
+                "JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
+                [vector, tenant.pk, scope, timezone.now(), model, limit, tenant.pk],
             )
         else:
             # One round trip: the settings and the query travel together (client-side binding).
@@ -121,8 +148,8 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
                 "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
                 "FROM (SELECT id, embedding <=> %s::vector "
                 f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> %s::vector "
-                "LIMIT %s) n JOIN cachecore_trail t ON t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), model, vector, limit],
+                "LIMIT %s) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
+                [vector, tenant.pk, scope, timezone.now(), model, vector, limit, tenant.pk],
             )
             while cur.description is None and cur.nextset():
                 pass

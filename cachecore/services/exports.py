@@ -97,7 +97,8 @@ def export_trails(*, tenant: Tenant, params: dict[str, Any]) -> QuerySet[Trail]:
 
 def _batches(trails: QuerySet[Trail]) -> Iterator[list[dict[str, Any]]]:
     """Keyset pagination on (created_at, id): bounded memory, no long-held cursor."""
-    cited = ArraySubquery(Citation.objects.filter(trail=OuterRef("pk")).order_by("position").values("section_id"))
+    cited = ArraySubquery(Citation.objects.filter(tenant=OuterRef("tenant"), trail=OuterRef("pk"))
+                          .order_by("position").values("section_id"))
     rows = trails.annotate(cited=cited).order_by("created_at", "id").values(
         "id", "query", "scope", "subject", "status", "created_at", "expires_at", "query_redacted_at", "cited",
         "hits", "positive_feedback", "negative_feedback",

@@ -91,8 +91,8 @@ class _Read:
 
 def _read(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
     candidates = nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=CANDIDATES)
-    cited = cited_sections_for_trails(trail_ids=[c.trail_id for c in candidates], query_terms=terms,
-                                                embedding=embedding)
+    cited = cited_sections_for_trails(tenant=tenant, trail_ids=[c.trail_id for c in candidates],
+                                      query_terms=terms, embedding=embedding)
     sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
     return _Read(candidates, cited, Idf(sections, df))
 
@@ -238,7 +238,8 @@ _WRITE_SQL = """
         confidence, similarity, coverage, escalated, latency_ms, served_ids, offered_ids, created_at
     )
     SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
-           (SELECT id FROM cachecore_trail WHERE id = %(trail)s::uuid), %(trail_ids)s::uuid[], %(outcome)s,
+           (SELECT id FROM cachecore_trail WHERE tenant_id = %(tenant)s AND id = %(trail)s::uuid),
+           %(trail_ids)s::uuid[], %(outcome)s,
            %(shadow_outcome)s,
            %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
            %(latency)s, %(served)s::varchar[], %(offered)s::varchar[], %(now)s

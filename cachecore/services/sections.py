@@ -145,19 +145,19 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
             """
             WITH affected AS (
                 SELECT DISTINCT c.trail_id FROM cachecore_citation c
-                JOIN cachecore_trail t ON t.id = c.trail_id
-                WHERE c.tenant_id = %(tenant)s AND c.section_id = ANY(%(ids)s)
+                JOIN cachecore_trail t ON t.tenant_id = c.tenant_id AND t.id = c.trail_id
+                WHERE c.tenant_id = %(tenant)s AND t.tenant_id = %(tenant)s AND c.section_id = ANY(%(ids)s)
                   AND t.status IN ('active', 'pending')
             ), dead AS (  -- no cited section valid (cachecore.engine.outcome.section_state)
                 SELECT a.trail_id FROM affected a
                 WHERE NOT EXISTS (
                     SELECT 1 FROM cachecore_citation c2
                     JOIN cachecore_section s ON s.tenant_id = c2.tenant_id AND s.external_id = c2.section_id
-                    WHERE c2.trail_id = a.trail_id AND s.sha256 = c2.recorded_hash
+                    WHERE c2.tenant_id = %(tenant)s AND c2.trail_id = a.trail_id AND s.sha256 = c2.recorded_hash
                 )
             ), marked AS (
                 UPDATE cachecore_trail SET status = 'stale', status_changed_at = now()
-                WHERE id IN (SELECT trail_id FROM dead) RETURNING id
+                WHERE tenant_id = %(tenant)s AND id IN (SELECT trail_id FROM dead) RETURNING id
             )
             SELECT (SELECT count(*) FROM affected), (SELECT count(*) FROM marked)
             """,

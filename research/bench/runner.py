@@ -70,11 +70,16 @@ def _git_commit() -> str:
 
 
 def _sizes() -> dict[str, int]:
+    # Partitioned tables and indexes hold nothing themselves: sum over their partitions.
+    tree = "(SELECT coalesce(sum({f}(relid)), 0)::bigint FROM pg_partition_tree('{r}'))"
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT pg_relation_size('cachecore_trail'), pg_indexes_size('cachecore_trail'), "
-            "coalesce(pg_relation_size(to_regclass('trail_embedding_hnsw')), 0), "
-            "pg_relation_size('cachecore_citation'), pg_indexes_size('cachecore_citation'), "
+            f"SELECT {tree.format(f='pg_relation_size', r='cachecore_trail')}, "
+            f"{tree.format(f='pg_indexes_size', r='cachecore_trail')}, "
+            "coalesce((SELECT sum(pg_relation_size(relid))::bigint "
+            "FROM pg_partition_tree(to_regclass('trail_embedding_hnsw'))), 0), "
+            f"{tree.format(f='pg_relation_size', r='cachecore_citation')}, "
+            f"{tree.format(f='pg_indexes_size', r='cachecore_citation')}, "
             "pg_total_relation_size('cachecore_section'), pg_total_relation_size('cachecore_sectionchunk'), "
             "pg_database_size(current_database())"
         )

@@ -151,8 +151,10 @@ def _synthetic(rng: np.random.Generator, pool: np.ndarray, n: int) -> np.ndarray
 
 
 def _index_defs(conn: psycopg.Connection) -> list[tuple[str, str]]:
-    """Indexes of the bulk tables that back no constraint (those are dropped for the load)."""
-    return [tuple(r) for r in conn.execute(
+    """Indexes of the bulk tables that back no constraint (those are dropped for the load). On
+    a partitioned table the definition says ``ON ONLY`` (the parent alone); rebuilt without it,
+    the index is built on every partition (per-partition HNSW)."""
+    return [(name, definition.replace(" ON ONLY ", " ON ", 1)) for name, definition in conn.execute(
         "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = 'public' "
         "AND i.tablename = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_constraint c "
         "WHERE c.conname = i.indexname) ORDER BY i.indexname",

@@ -18,7 +18,7 @@ from cachecore.engine.outcome import SectionState
 from cachecore.engine.text import normalise_query
 from cachecore.selectors import nearest
 from cachecore.selectors.citations import cited_sections_now
-from cachecore.selectors.nearest import _scope_sizes, active_scope_size, nearest_trails
+from cachecore.selectors.nearest import _scope_sizes, nearest_trails
 from cachecore.selectors.sections import coverage_by_section
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
@@ -50,7 +50,7 @@ class TimedQuery:
 
 
 def scope_path(tenant: Tenant, scope: str) -> str:
-    return "exact" if active_scope_size(tenant=tenant, scope=scope) <= _routing_limit() else "hnsw"
+    return nearest.search_path(tenant=tenant, scope=scope)
 
 
 def _routing_limit() -> int:
@@ -93,7 +93,7 @@ def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray) -> str:
         best = candidates[0] if candidates else None
         if best is None or best.similarity < tenant.similarity_threshold:
             return "miss"
-        cited = cited_sections_now(trail_id=best.trail_id)
+        cited = cited_sections_now(tenant=tenant, trail_id=best.trail_id)
         valid = [c for c in cited if c.state is SectionState.VALID]
         if not valid:
             return "miss"
@@ -236,7 +236,7 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
                 # Force the path: the cap for active_scope_size's count, the rule for the routing.
                 settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = limit
                 if original_rule is not None:
-                    nearest.exact_search_limit = lambda limit=limit: limit
+                    nearest.exact_search_limit = lambda rows=None, limit=limit: limit
                 _scope_sizes.clear()
                 samples: list[float] = []
                 found[path] = []
