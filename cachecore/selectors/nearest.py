@@ -82,6 +82,7 @@ def active_scope_size(*, tenant: Tenant, scope: str) -> int:
     return _scope_route(tenant=tenant, scope=scope)[0]
 
 
+EXACT_SEARCH_FLOOR = 2000
 _partition_rows: list[float] = [0.0, 0.0]  # [mean estimated rows of a trail partition, valid until]
 
 
@@ -103,13 +104,15 @@ def exact_search_limit(rows: float | None = None) -> int:
     """Scopes with at most this many active trails are searched exactly. Trails are
     partitioned by tenant and each partition has its own HNSW index, so a filtered HNSW scan
     visits about (partition rows / scope size) entries per hit while an exact search scans the
-    scope: the crossover grows like the square root of the partition, ≈ 5·√rows (measured by
-    ``manage.py bench`` on one global index: 100k rows, ~1.5k; 1M, ~5k). ``rows``: the rows of
-    the partition the scan visits (``_scope_route``); None, a mean partition. Never above
-    TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 1,000."""
+    scope: the crossover grows like the square root of the partition, ≈ 5·√rows (measured on
+    one global index by ``manage.py bench``: 100k rows, ~1.5k; 1M, ~5k). On 16 partitions of
+    100k trails (``research.partition_ab``) the exact scan wins up to about 2,000 active trails
+    and the partition's HNSW beyond (1–2k: 6.3 vs 8.6 ms; 2–5k: 22.6 vs 8.6 ms): hence the
+    floor. ``rows``: the rows of the partition the scan visits (``_scope_route``); None, a
+    mean partition. Never above TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 2,000."""
     cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
     rows = _mean_partition_rows() if rows is None else rows
-    return min(cap, max(1000, int(5 * rows ** 0.5)))
+    return min(cap, max(EXACT_SEARCH_FLOOR, int(5 * rows ** 0.5)))
 
 
 def search_path(*, tenant: Tenant, scope: str) -> str:
