@@ -127,7 +127,7 @@ def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
     trail = trail_get(caller=request.caller, trail_id=trail_id)  # NotFound → 404 (console_view)
     cited = [{"c": c, "state": c.state.value}
-             for c in cited_sections_now(tenant=request.caller.tenant, trail_id=str(trail.pk))]
+             for c in cited_sections_now(tenant=tenant, trail_id=str(trail.pk))]
     recalls = recalls_for_trail(caller=request.caller, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {
