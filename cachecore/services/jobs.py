@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 
 # A job that failed this many times (worker crashes, database errors) is marked failed.
 MAX_ATTEMPTS = 5
-# Published but never started for this long: the message may be lost with the broker; publish again.
-REPUBLISH_AFTER = timedelta(minutes=5)
+# Published but never started for this long: the message may be lost with the broker (a Redis
+# that keeps nothing on disk restarted, a publish that raced the worker's reconnect); publish
+# again. Short, because a duplicate message costs one conditional claim that finds nothing to do
+# (job_claim), while a lost one left an accepted export waiting: `make chaos` once saw an export
+# published 9 s after a Redis restart reach no worker until this republish (then 5 minutes).
+REPUBLISH_AFTER = timedelta(seconds=90)
 # Running without a heartbeat for this long: its worker died (killed, lost its machine); the
 # sweeper hands the job back. The default of TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS.
 HEARTBEAT_TIMEOUT = timedelta(minutes=10)

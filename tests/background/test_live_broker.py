@@ -152,3 +152,31 @@ def test_jobs_accepted_while_the_broker_is_down_complete_when_it_is_back(caller,
     assert Section.objects.get(tenant=caller.tenant, external_id="doc#config").chunks_ready
     assert Job.objects.get(pk=export.json()["export_id"]).result["rows"] == 1
     assert caller.recall("Where does Acme read its configuration?")["coverage"] is not None
+
+
+def test_a_job_whose_message_a_broker_restart_lost_completes_after_the_republish(caller, redis_server,
+                                                                                 worker_factory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from cachecore.services import jobs
+
+    redis_server.start()
+    use_broker(redis_server.url)
+    make_trail(caller.tenant, query="a question")
+    export = caller.post("/api/v1/exports", {"format": "csv"})
+    job = Job.objects.get(pk=export.json()["export_id"])
+    assert job.enqueued_at is not None  # the broker took the message; no worker ran it yet
+    redis_server.stop()  # keeps nothing on disk: the message is gone
+    redis_server.start()
+    worker = worker_factory(redis_server.url)
+    worker.start()
+    time.sleep(3)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # nothing to deliver
+    assert jobs.jobs_requeue(min_age_seconds=0) == 0  # published recently: not yet republished
+    Job.objects.filter(pk=job.pk).update(enqueued_at=timezone.now() - jobs.REPUBLISH_AFTER - timedelta(seconds=1))
+    assert jobs.jobs_requeue(min_age_seconds=0) == 1
+    wait_for(lambda: caller.get(f"/api/v1/exports/{job.pk}").json()["status"] == "done", timeout=60,
+             worker=worker)
