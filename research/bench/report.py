@@ -6,11 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-# (label, path in the report, comparison, target)
+# (label, path in the report, comparison, target); a callable target depends on the run's size.
 TARGETS = [
     ("recall in-process p50, embedding excluded (ms)", "recall.excluded.p50_ms", "<=", 3.0),
     ("recall in-process p99, embedding excluded (ms)", "recall.excluded.p99_ms", "<=", 10.0),
-    ("recall HTTP p50, concurrency 1, embedding included (ms)", "http.recall_c1.p50_ms", "<=", 10.0),
+    ("HNSW recall@5 against exact, mean", "hnsw_recall.mean", ">=", 0.98),
+    ("HNSW recall@5 against exact, minimum", "hnsw_recall.min", ">=", 0.8),
+    # Issue 15: ≤ 6 ms at 100k trails (within 2× of RedisVL in-process), ≤ 10 ms at 1M.
+    ("recall HTTP p50, concurrency 1, embedding included (ms)", "http.recall_c1.p50_ms", "<=",
+     lambda r: 6.0 if (get(r, "config.trails") or 0) <= 100_000 else 10.0),
     ("recalls/s over HTTP, concurrency 8", "http.recall_c8.per_s", ">=", 300.0),
     ("records/s in-process (services.trail_record)", "records.per_s", ">=", 300.0),
     ("records/s over HTTP, concurrency 8", "http.record_c8.per_s", ">=", 300.0),
@@ -29,10 +33,51 @@ def get(report: dict, path: str) -> Any:
 def evaluate_targets(report: dict) -> list[dict]:
     out = []
     for label, path, op, target in TARGETS:
+        goal = float(target(report) if callable(target) else target)
         value = get(report, path)
-        met = None if value is None else (value <= target if op == "<=" else value >= target)
-        out.append({"name": label, "path": path, "target": f"{op} {target:g}", "value": value, "met": met})
+        met = None if value is None else (value <= goal if op == "<=" else value >= goal)
+        out.append({"name": label, "path": path, "target": f"{op} {goal:g}", "value": value, "met": met})
+    for t in out:
+        if t["met"] is False:
+            t["bound"], t["next_step"] = bound_of(report, t["path"])
     return out
+
+
+def bound_of(report: dict, path: str) -> tuple[str, str]:
+    """For a missed target: what this run measured that bounds it, and the next step. Computed
+    from the run's own figures (the embedding's and the search's share of a request, the CPU
+    ceiling they imply on this machine's cores), so a re-run on other hardware says its own."""
+    cores = get(report, "config.cpu_count") or 1
+    emb = get(report, "embedding.one.p50_ms") or 0.0
+    search = get(report, "recall.excluded.p50_ms") or 0.0
+    included = get(report, "recall.included.p50_ms") or emb + search
+    by_path = get(report, "recall.excluded.by_path") or {}
+    paths = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in sorted(by_path.items()))
+    model_step = ("a quantised model version (measured 3.1× faster per query, research/embedding_throughput.py; "
+                  "it moves the vectors, so it ships as a new model with re-embedding and re-calibration)")
+    if path.startswith("recall.excluded."):
+        return (f"the nearest-neighbour statement: {paths}",
+                "exact path: the scan reads each TOASTed 1.5 kB vector (keep it in the row, or halfvec); "
+                "HNSW path: scopes that are a small share of a large partition (more partitions)")
+    if path.startswith("hnsw_recall."):
+        return ("the filtered HNSW scan of scopes that are a small share of their tenant's partition stops "
+                "(hnsw.max_scan_tuples, scan memory) before it reaches the scope's nearest trails",
+                "route such scopes by their share of the partition (research/hnsw_routing.py measures it)")
+    if path == "http.recall_c1.p50_ms":
+        web = max(0.0, (get(report, path) or 0.0) - included)
+        return (f"embedding {emb:.1f} ms + search and checks {search:.1f} ms = {included:.1f} ms in-process; "
+                f"the web path (gunicorn, Django, DRF, JSON, the log write) adds {web:.1f} ms", model_step)
+    if path in ("http.recall_c8.per_s",):
+        per = get(report, "http.recall_c1.p50_ms") or included
+        return (f"CPU: a recall costs ≈ {per:.1f} ms of one core (embedding {emb:.1f} ms of it), so {cores} cores "
+                f"serve at most ≈ {cores * 1000 / per:.0f}/s, the load generator on the same cores included",
+                f"{model_step}; beyond that more cores or web nodes (docs/deploy.md)")
+    if path.startswith("http.record_c8") or path == "records.per_s":
+        rec = get(report, "records.p50_ms") or 0.0
+        return (f"a record costs ≈ {rec:.1f} ms in-process (embedding {emb:.1f} ms, then the trail, its citations "
+                f"and the insert into the partition's HNSW index), so {cores} cores write at most "
+                f"≈ {cores * 1000 / rec if rec else 0:.0f}/s", f"{model_step}; more cores or web nodes")
+    return ("", "")
 
 
 def _fmt(value: Any) -> str:
@@ -82,7 +127,8 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))
     hr = r.get("hnsw_recall") or {}
     out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "
-                                                       f"(n={hr.get('n')})", ""))
+                                                       f"(n={hr.get('n')})",
+                " ".join(filter(None, [verdict("hnsw_recall.mean"), verdict("hnsw_recall.min")]))))
     for row in r.get("knn_by_scope_size") or []:
         out.append((f"  KNN alone, scope {row['scope_size']} (n={row['n']}): exact | HNSW p50/p99 (ms), recall@5",
                     f"{_fmt(row['exact']['p50_ms'])}/{_fmt(row['exact']['p99_ms'])} | "
@@ -122,6 +168,11 @@ def render_table(report: dict) -> str:
     lines = [f"| {'measure'.ljust(w0)} | {'value'.ljust(w1)} | target |",
              f"|{'-' * (w0 + 2)}|{'-' * (w1 + 2)}|--------|"]
     lines += [f"| {a.ljust(w0)} | {b.ljust(w1)} | {c} |" for a, b, c in table]
+    missed = [t for t in report.get("targets", []) if t["met"] is False]
+    if missed:
+        lines += ["", "Missed targets — the measured bound and the next step:"]
+        lines += [f"- {t['name']} ({_fmt(t['value'])}, target {t['target']}): {t.get('bound', '')}. "
+                  f"Next: {t.get('next_step', '')}." for t in missed]
     return "\n".join(lines)
 
 
