@@ -30,7 +30,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from typing import Any
 import psycopg
 
 from config import embedded_db
+from research.localstack import free_port, port_open
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DOCS = {
@@ -54,20 +54,6 @@ DOCS = {
                                "proxies", "updates", "licences"])
 }
 REQUEST_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _port_open(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -234,7 +220,7 @@ class Stack:
     def redis_start(self) -> None:
         self._spawn("redis", ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"])
-        self._wait(lambda: _port_open(self.redis_port), "redis-server", 10)
+        self._wait(lambda: port_open(self.redis_port), "redis-server", 10)
 
     def redis_stop(self) -> None:
         self._end("redis")

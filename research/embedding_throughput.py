@@ -24,6 +24,7 @@ import numpy as np
 
 from cachecore.embedding import Embedder
 from cachecore.engine.text import normalise_query
+from research.stats import time_calls
 
 WORDS = ["proxy", "cache", "timeout", "retry", "certificate", "install", "upgrade", "logging", "quota", "backup"]
 
@@ -47,14 +48,7 @@ def _pct(samples: list[float], q: float) -> float:
 def time_one(emb: Embedder, queries: list[str], seconds: float) -> dict:
     for q in queries[:10]:
         emb.embed_one(q, cache=False)
-    samples: list[float] = []
-    deadline = time.perf_counter() + seconds
-    i = 0
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
-        emb.embed_one(queries[i % len(queries)], cache=False)
-        samples.append((time.perf_counter() - t0) * 1000)
-        i += 1
+    samples = time_calls(lambda i: emb.embed_one(queries[i % len(queries)], cache=False), seconds=seconds)
     return {"n": len(samples), "p50_ms": _pct(samples, 50), "p99_ms": _pct(samples, 99)}
 
 

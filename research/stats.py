@@ -1,9 +1,11 @@
-"""Small pure statistics helpers for the research commands (no Django, no numpy)."""
+"""Small pure statistics helpers for the research commands (no Django, no numpy), and the
+timing loop the studies share (per-call milliseconds)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 Z95 = 1.959963984540054   # two-sided 95 % normal quantile
 
@@ -39,3 +41,19 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def time_calls(call: Callable[[int], object], *, n: int | None = None, seconds: float | None = None) -> list[float]:
+    """Milliseconds (``time.perf_counter``) of each of ``call(0)``, ``call(1)``, …: ``n`` calls, or
+    as many as start within ``seconds`` (whichever ends first when both are given)."""
+    if n is None and seconds is None:
+        raise ValueError("time_calls needs n or seconds")
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    samples: list[float] = []
+    i = 0
+    while (n is None or i < n) and (deadline is None or time.perf_counter() < deadline):
+        t0 = time.perf_counter()
+        call(i)
+        samples.append((time.perf_counter() - t0) * 1000)
+        i += 1
+    return samples

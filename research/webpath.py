@@ -31,7 +31,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from research.localstack import with_database
+from research.stats import time_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "trailcache_webpath"
@@ -41,11 +43,6 @@ MODELS = {
     "gthread": {"worker_class": "gthread", "threads": 4, "app": "config.wsgi:application"},
     "asgi": {"worker_class": "uvicorn.workers.UvicornWorker", "threads": 1, "app": "config.asgi:application"},
 }
-
-
-def _with_db(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def prepare_database(name: str) -> str:
@@ -58,8 +55,8 @@ def prepare_database(name: str) -> str:
         from config import embedded_db
 
         base = embedded_db.ensure_running()
-    url = _with_db(base, name)
-    with psycopg.connect(_with_db(url, "postgres"), autocommit=True) as conn:
+    url = with_database(base, name)
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     env = dict(os.environ, DATABASE_URL=url)
@@ -142,27 +139,26 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
         seen.append({**result.timings, "service": time.perf_counter() - t0})
         return result
 
-    totals: list[float] = []
+    bodies = [json.dumps({"scope": "web", "query": question(i, 1 + i % 2) + f" #{i}"}).encode() for i in range(n)]
+
+    def request(i: int) -> None:
+        status, _ = _wsgi_call(app, bodies[i], key)
+        assert status.startswith("200"), status
+
     core.recall = timed
     try:
         for i in range(10):  # warm: model, connections, caches
             _wsgi_call(app, json.dumps({"scope": "web", "query": f"warm-up question {i}"}).encode(), key)
         seen.clear()
-        for i in range(n):
-            body = json.dumps({"scope": "web", "query": question(i, 1 + i % 2) + f" #{i}"}).encode()
-            t0 = time.perf_counter()
-            status, _ = _wsgi_call(app, body, key)
-            totals.append(time.perf_counter() - t0)
-            assert status.startswith("200"), status
+        totals = time_calls(request, n=n)  # ms
     finally:
         core.recall = real
     ms = lambda xs: [x * 1000 for x in xs]  # noqa: E731
-    web = [t - s["service"] for t, s in zip(totals, seen)]
+    web = [t - s["service"] * 1000 for t, s in zip(totals, seen)]
     phases = {p: _med(ms([s.get(p, 0.0) for s in seen])) for p in seen[0]} if seen else {}
 
     canned = RecallResult(recall_id="00000000-0000-0000-0000-000000000000", outcome="miss", reason="no_candidates")
     core.recall = lambda **kw: canned
-    bare: list[float] = []
     prof = cProfile.Profile() if profile else None
     try:
         body = json.dumps({"scope": "web", "query": "How do I install Acme Sync?"}).encode()
@@ -170,10 +166,7 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
             _wsgi_call(app, body, key)
         if prof:
             prof.enable()
-        for _ in range(n):
-            t0 = time.perf_counter()
-            _wsgi_call(app, body, key)
-            bare.append(time.perf_counter() - t0)
+        bare = time_calls(lambda _: _wsgi_call(app, body, key), n=n)  # ms
         if prof:
             prof.disable()
     finally:
@@ -183,9 +176,9 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
         top = out.getvalue()
-    return {"n": n, "request_p50_ms": _med(ms(totals)), "request_p99_ms": _p99(ms(totals)),
-            "service_phases_p50_ms": phases, "web_p50_ms": _med(ms(web)), "web_p99_ms": _p99(ms(web)),
-            "web_only_canned_service_p50_ms": _med(ms(bare)), "web_only_p99_ms": _p99(ms(bare)), "profile": top}
+    return {"n": n, "request_p50_ms": _med(totals), "request_p99_ms": _p99(totals),
+            "service_phases_p50_ms": phases, "web_p50_ms": _med(web), "web_p99_ms": _p99(web),
+            "web_only_canned_service_p50_ms": _med(bare), "web_only_p99_ms": _p99(bare), "profile": top}
 
 
 def _spec(spec: str) -> tuple[str, int, int]:

@@ -28,38 +28,23 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as `python scripts/cluster_demo.py`: sys.path[0] is scripts/
+    sys.path.insert(0, str(ROOT))
+
+from research.localstack import free_port, port_open, with_database  # noqa: E402 - needs ROOT on sys.path
+
 BIN = Path(sys.executable).parent
 DEFAULT_DATABASE = "trailcache_cluster_demo"
 JOB_LINE = re.compile(r"job (?P<job>[0-9a-f-]{36}) \((?P<kind>\w+)\) (?P<status>\w+) on worker (?P<worker>\S+)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
 
 
 def database_url(name: str) -> str:
