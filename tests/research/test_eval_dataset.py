@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.pydocs import require_python_docs
+from tests.research.evalsets import load_jsonl, norm
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "eval" / "python_faq.jsonl"
 FAQ_FILES = {"general", "programming", "design", "library", "extending", "windows", "gui", "installed"}
 
 
-def _load():
-    rows = []
-    with DATASET.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:  # pragma: no cover - failure path
-                pytest.fail(f"line {lineno} is not valid JSON: {exc}")
-    return rows
-
-
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", " ", s.strip().lower())
-
-
 @pytest.fixture(scope="module")
 def rows():
-    return _load()
+    return load_jsonl(DATASET)
 
 
 def test_dataset_parses_and_is_large_enough(rows):
@@ -67,9 +50,9 @@ def test_gold_ids_point_into_the_faq(rows):
 def test_paraphrases_and_distinct_questions(rows):
     total_distinct = 0
     for r in rows:
-        q = _norm(r["question"])
-        paras = [_norm(p) for p in r["paraphrases"]]
-        dists = [_norm(d) for d in r["distinct"]]
+        q = norm(r["question"])
+        paras = [norm(p) for p in r["paraphrases"]]
+        dists = [norm(d) for d in r["distinct"]]
         assert all(p != q for p in paras), r["id"]
         assert all(d != q for d in dists), r["id"]
         assert not set(paras) & set(dists), r["id"]
@@ -81,10 +64,10 @@ def test_distinct_question_never_names_a_question_with_the_same_gold(rows):
     by_text = {}
     for r in rows:
         for t in [r["question"], *r["paraphrases"]]:
-            by_text.setdefault(_norm(t), []).append(r)
+            by_text.setdefault(norm(t), []).append(r)
     for r in rows:
         for d in r["distinct"]:
-            for other in by_text.get(_norm(d), []):
+            for other in by_text.get(norm(d), []):
                 assert not set(other["gold"]) & set(r["gold"]), (r["id"], d, other["id"])
 
 
@@ -102,4 +85,4 @@ def test_question_is_the_heading_of_its_first_gold_section(rows):
     titles = {s.id: s.title for s in split_tree(require_python_docs() / "faq")}
     for r in rows:
         title = titles[r["gold"][0][len("faq/") :]]
-        assert _norm(r["question"]).rstrip("?") == _norm(title).rstrip("?"), r["id"]
+        assert norm(r["question"]).rstrip("?") == norm(title).rstrip("?"), r["id"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from tests.research.evalsets import load_jsonl, norm
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "eval"
 BASE = EVAL_DIR / "python_faq.jsonl"
@@ -15,31 +15,14 @@ HARD = EVAL_DIR / "python_faq_hard.jsonl"
 KINDS = {"parameter", "object", "version", "direction", "false_premise", "comparison", "other"}
 
 
-def _load(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:  # pragma: no cover - failure path
-                pytest.fail(f"{path.name} line {lineno} is not valid JSON: {exc}")
-    return rows
-
-
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", " ", s.strip().lower())
-
-
 @pytest.fixture(scope="module")
 def base():
-    return _load(BASE)
+    return load_jsonl(BASE)
 
 
 @pytest.fixture(scope="module")
 def hard():
-    return _load(HARD)
+    return load_jsonl(HARD)
 
 
 def _twins(hard):
@@ -76,12 +59,12 @@ def test_twin_counts(hard):
 def test_twins_are_new_questions(base, hard):
     existing = set()
     for row in base:
-        existing.add(_norm(row["question"]))
-        existing.update(_norm(x) for x in row["paraphrases"] + row["distinct"])
+        existing.add(norm(row["question"]))
+        existing.update(norm(x) for x in row["paraphrases"] + row["distinct"])
     seen = set()
     for row in hard:
         for t in row["twins"]:
-            key = _norm(t["question"])
+            key = norm(t["question"])
             assert key not in existing, (row["id"], t["question"])
             assert key not in seen, (row["id"], t["question"])
             seen.add(key)
@@ -94,5 +77,5 @@ def test_one_new_paraphrase_per_entry(base, hard):
         assert isinstance(extra, list) and len(extra) == 1, row["id"]
         assert isinstance(extra[0], str) and extra[0].strip(), row["id"]
         orig = by_id[row["id"]]
-        old = {_norm(p) for p in orig["paraphrases"]} | {_norm(orig["question"])}
-        assert _norm(extra[0]) not in old, row["id"]
+        old = {norm(p) for p in orig["paraphrases"]} | {norm(orig["question"])}
+        assert norm(extra[0]) not in old, row["id"]
