@@ -57,3 +57,17 @@ def test_a_port_held_by_another_data_folders_server_is_refused(listener, monkeyp
 def test_our_own_server_is_used(listener, monkeypatch):
     monkeypatch.setattr(embedded_db, "_server_data_directory", lambda: str(embedded_db.PGDATA))
     assert embedded_db.ensure_running() == embedded_db.database_url()
+
+
+def test_the_buffer_cache_is_a_quarter_of_memory_within_bounds_or_what_the_setting_says(monkeypatch):
+    monkeypatch.delenv("TRAILCACHE_EMBEDDED_PG_SHARED_BUFFERS", raising=False)
+    pages = {"SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(embedded_db.os, "sysconf", lambda name: pages[name])
+    for memory, expected in ((24 * 2**30, "4096MB"), (8 * 2**30, "2048MB"), (256 * 2**20, "128MB")):
+        pages["SC_PHYS_PAGES"] = memory // 4096
+        assert embedded_db.shared_buffers() == expected
+    monkeypatch.setenv("TRAILCACHE_EMBEDDED_PG_SHARED_BUFFERS", "1GB")
+    assert embedded_db.shared_buffers() == "1GB"
+    monkeypatch.setenv("TRAILCACHE_EMBEDDED_PG_SHARED_BUFFERS", "1GB; DROP")
+    with pytest.raises(SystemExit, match="must look like 512MB or 2GB"):
+        embedded_db.shared_buffers()
