@@ -60,9 +60,14 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
                 "exact path: the scan reads each TOASTed 1.5 kB vector (keep it in the row, or halfvec); "
                 "HNSW path: scopes that are a small share of a large partition (more partitions)")
     if path.startswith("hnsw_recall."):
-        return ("the filtered HNSW scan of scopes that are a small share of their tenant's partition stops "
-                "(hnsw.max_scan_tuples, scan memory) before it reaches the scope's nearest trails",
-                "route such scopes by their share of the partition (research/hnsw_routing.py measures it)")
+        hr = get(report, "hnsw_recall") or {}
+        ans, off = hr.get("answerable") or {}, hr.get("off_topic") or {}
+        return (f"questions with an answer in the scope: mean {_fmt(ans.get('mean'))} / min {_fmt(ans.get('min'))} "
+                f"(n={ans.get('n')}); off-topic ones: {_fmt(off.get('mean'))} / {_fmt(off.get('min'))} "
+                f"(n={off.get('n')}); the nearest trail over the tenant's threshold missed "
+                f"{_fmt(hr.get('top1_changed'))} times. An off-topic question's neighbours are all far and "
+                "nearly equidistant, where the graph search (ef_search 100) is least exact",
+                "hnsw.ef_search 200 for large scopes (research/hnsw_routing.py: fewer misses, ~2× the scan)")
     if path == "http.recall_c1.p50_ms":
         web = max(0.0, (get(report, path) or 0.0) - included)
         return (f"embedding {emb:.1f} ms + search and checks {search:.1f} ms = {included:.1f} ms in-process; "
@@ -129,6 +134,12 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "
                                                        f"(n={hr.get('n')})",
                 " ".join(filter(None, [verdict("hnsw_recall.mean"), verdict("hnsw_recall.min")]))))
+    for kind, label in (("answerable", "questions with an answer in the scope"), ("off_topic", "off-topic questions")):
+        node = hr.get(kind) or {}
+        if node.get("n"):
+            out.append((f"  {label} (mean / min)", f"{_fmt(node['mean'])} / {_fmt(node['min'])} (n={node['n']})", ""))
+    if "top1_changed" in hr:
+        out.append(("  nearest trail over the threshold missed by HNSW", _fmt(hr["top1_changed"]), ""))
     for row in r.get("knn_by_scope_size") or []:
         out.append((f"  KNN alone, scope {row['scope_size']} (n={row['n']}): exact | HNSW p50/p99 (ms), recall@5",
                     f"{_fmt(row['exact']['p50_ms'])}/{_fmt(row['exact']['p99_ms'])} | "

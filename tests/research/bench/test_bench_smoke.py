@@ -47,6 +47,8 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     assert result["data"]["hnsw_scopes"] >= 1
     hr = result["hnsw_recall"]
     assert hr["n"] > 0 and 0.0 <= hr["min"] <= hr["mean"] <= 1.0
+    assert hr["answerable"]["n"] + hr["off_topic"]["n"] == hr["n"] and hr["answerable"]["n"] > 0
+    assert 0.0 <= hr["answerable"]["min"] <= hr["answerable"]["mean"] <= 1.0 and 0 <= hr["top1_changed"] <= hr["n"]
 
     knn = result["knn_by_scope_size"]
     assert knn and all(0 < row["exact"]["p50_ms"] <= row["exact"]["p99_ms"] for row in knn)
