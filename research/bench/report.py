@@ -56,9 +56,13 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
     model_step = ("a quantised model version (measured 3.1× faster per query, research/embedding_throughput.py; "
                   "it moves the vectors, so it ships as a new model with re-embedding and re-calibration)")
     if path.startswith("recall.excluded."):
-        return (f"the nearest-neighbour statement: {paths}",
-                "exact path: the scan reads each TOASTed 1.5 kB vector (keep it in the row, or halfvec); "
-                "HNSW path: scopes that are a small share of a large partition (more partitions)")
+        phases = get(report, "recall.excluded.by_phase") or {}
+        spent = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms (n={n['n']})"
+                          for name, n in phases.items())
+        return (f"by path: {paths}; by phase: {spent}",
+                "the search's tail is scopes just over the exact-search limit (a finer crossover per partition, "
+                "or halfvec to halve the bytes an exact scan reads); the checks after it are one statement each "
+                "(a recall's sections and chunk vectors in the search's statement would save a round trip)")
     if path.startswith("hnsw_recall."):
         hr = get(report, "hnsw_recall") or {}
         ans, off = hr.get("answerable") or {}, hr.get("off_topic") or {}
@@ -127,6 +131,9 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     out += lat("recall.excluded", "recall in-process, embedding excluded")
     for path_name, node in (get(r, "recall.excluded.by_path") or {}).items():
         out.append((f"  {path_name} path (n={node['n']}) p50 / p99 (ms)",
+                    f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
+    for phase, node in (get(r, "recall.excluded.by_phase") or {}).items():
+        out.append((f"  phase {phase} (n={node['n']}) p50 / p99 (ms)",
                     f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     out += lat("recall.included", "recall in-process, embedding included")
     out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))

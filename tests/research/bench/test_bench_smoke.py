@@ -42,6 +42,9 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
         _check_latency(node)
         assert sum(node["outcomes"].values()) == node["n"]
     assert set(result["recall"]["excluded"]["by_path"]) == {"exact", "hnsw"}
+    phases = result["recall"]["excluded"]["by_phase"]
+    assert phases["search"]["n"] == result["recall"]["excluded"]["n"]  # every recall searches
+    assert phases["search"]["p50_ms"] <= result["recall"]["excluded"]["p50_ms"]
     # A probe's own question finds its trail: there are prefetches.
     assert result["recall"]["excluded"]["outcomes"].get("prefetch", 0) > 0
     assert result["data"]["hnsw_scopes"] >= 1
