@@ -135,6 +135,7 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     for phase, node in (get(r, "recall.excluded.by_phase") or {}).items():
         out.append((f"  phase {phase} (n={node['n']}) p50 / p99 (ms)",
                     f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
+    out += lat("recall.cold", "  first pass, pages not yet cached")
     out += lat("recall.included", "recall in-process, embedding included")
     out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))
     hr = r.get("hnsw_recall") or {}

@@ -38,7 +38,7 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     assert result["seed"]["probes"] == sum(1 for _ in seed.load_probes()) >= 3
     assert result["seed"]["hnsw_build_s"] >= 0
 
-    for node in (result["recall"]["excluded"], result["recall"]["included"]):
+    for node in (result["recall"]["excluded"], result["recall"]["included"], result["recall"]["cold"]):
         _check_latency(node)
         assert sum(node["outcomes"].values()) == node["n"]
     assert set(result["recall"]["excluded"]["by_path"]) == {"exact", "hnsw"}
