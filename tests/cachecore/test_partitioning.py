@@ -75,6 +75,24 @@ def test_trails_and_citations_are_hash_partitioned_by_tenant_with_the_tenant_in_
     }
 
 
+@pytest.mark.django_db
+def test_every_table_that_references_a_trail_holds_the_tenant_in_every_unique_key():
+    """What a table distributed by tenant (Citus) can enforce: the recall log's key too (0013)."""
+    referencing = {row[0] for row in _fetch(
+        "SELECT conrelid::regclass::text FROM pg_constraint WHERE confrelid = 'cachecore_trail'::regclass "
+        "AND contype = 'f' AND conparentid = 0")}
+    assert referencing == {"cachecore_citation", "cachecore_recallevent"}
+    for table in referencing | {"cachecore_trail"}:
+        unique = _fetch(
+            "SELECT c.relname, array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i "
+            "JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = %s::regclass AND i.indisunique GROUP BY c.relname", [table])
+        assert unique and all("tenant_id" in columns for _, columns in unique), (table, unique)
+    assert _fetch("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'cachecore_recallevent_pkey'"
+                  ) == [("PRIMARY KEY (id, tenant_id)",)]
+
+
 def _touched(sql: str) -> dict[str, set[str]]:
     """The partitions of each partitioned table that the plan of ``sql`` reads or writes."""
     with transaction.atomic(), connection.cursor() as cur:
