@@ -8,7 +8,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,14 +20,9 @@ from pathlib import Path
 import psutil
 
 from research.bench.timing import percentiles
+from research.localstack import free_port, port_open
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -78,13 +72,11 @@ def gunicorn(*, database_url: str, workers: int = 2, worker_class: str = "sync",
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {process.stderr.read().decode()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("gunicorn did not start listening") from None
-                time.sleep(0.1)
+            if port_open(port):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("gunicorn did not start listening")
+            time.sleep(0.1)
         yield server
     finally:
         if process.poll() is None:

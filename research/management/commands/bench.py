@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from research.localstack import with_database
 
 CHILD_ENV = "TRAILCACHE_BENCH_CHILD"
 
@@ -26,11 +28,6 @@ def _server_url() -> str:
     return embedded_db.ensure_running()
 
 
-def _with_db(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
-
-
 def _default_db_name(url: str) -> str:
     if not os.environ.get("DATABASE_URL"):
         return "trailcache_bench"
@@ -42,7 +39,7 @@ def _create_database(url: str, name: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(_with_db(url, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
@@ -117,7 +114,7 @@ class Command(BaseCommand):
         if bench_name == name and not bench_name.endswith("_bench"):
             raise CommandError(f"refusing to benchmark in the working database {name!r}")
         _create_database(url, bench_name)
-        env = dict(os.environ, DATABASE_URL=_with_db(url, bench_name), **{CHILD_ENV: "1"})
+        env = dict(os.environ, DATABASE_URL=with_database(url, bench_name), **{CHILD_ENV: "1"})
         self.stdout.write(f"bench database: {bench_name}")
         code = subprocess.call([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *argv], env=env)
         if code:
