@@ -60,9 +60,9 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
         spent = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms (n={n['n']})"
                           for name, n in phases.items())
         return (f"by path: {paths}; by phase: {spent}",
-                "the search's tail is scopes just over the exact-search limit (a finer crossover per partition, "
-                "or halfvec to halve the bytes an exact scan reads); the checks after it are one statement each "
-                "(a recall's sections and chunk vectors in the search's statement would save a round trip)")
+                "the nearest-neighbour statement is most of it: exact scans of scopes up to the crossover read "
+                "each 1.5 kB vector (halfvec would halve that), the HNSW path visits the partition's graph; "
+                "the checks after it are one statement each")
     if path.startswith("hnsw_recall."):
         hr = get(report, "hnsw_recall") or {}
         ans, off = hr.get("answerable") or {}, hr.get("off_topic") or {}
@@ -75,8 +75,9 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
                 "unchanged); the outcomes served do not change either way")
     if path == "http.recall_c1.p50_ms":
         web = max(0.0, (get(report, path) or 0.0) - included)
-        return (f"embedding {emb:.1f} ms + search and checks {search:.1f} ms = {included:.1f} ms in-process; "
-                f"the web path (gunicorn, Django, DRF, JSON, the log write) adds {web:.1f} ms", model_step)
+        return (f"services.recall takes {included:.1f} ms in-process, {emb:.1f} ms of it the embedding (its search "
+                f"{search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
+                f"authentication, JSON) adds {web:.1f} ms", model_step)
     if path in ("http.recall_c8.per_s",):
         per = get(report, "http.recall_c1.p50_ms") or included
         return (f"CPU: a recall costs ≈ {per:.1f} ms of one core (embedding {emb:.1f} ms of it), so {cores} cores "
@@ -137,7 +138,12 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
         out.append((f"  phase {phase} (n={node['n']}) p50 / p99 (ms)",
                     f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     out += lat("recall.cold", "  first pass, pages not yet cached")
-    out += lat("recall.included", "recall in-process, embedding included")
+    out += lat("recall.included", "services.recall (embedding included)")
+    out += lat("recall.included.without_embedding", "  services.recall without its embedding")
+    phases = get(r, "recall.included.by_phase") or {}
+    if phases:
+        out.append(("  services.recall by phase, p50 (ms)",
+                    " · ".join(f"{name} {_fmt(n['p50_ms'])}" for name, n in phases.items()), ""))
     out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))
     hr = r.get("hnsw_recall") or {}
     out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "

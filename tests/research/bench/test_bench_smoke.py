@@ -38,10 +38,14 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     assert result["seed"]["probes"] == sum(1 for _ in seed.load_probes()) >= 3
     assert result["seed"]["hnsw_build_s"] >= 0
 
-    for node in (result["recall"]["excluded"], result["recall"]["included"], result["recall"]["cold"]):
+    included = result["recall"]["included"]
+    for node in (result["recall"]["excluded"], included, result["recall"]["cold"], included["without_embedding"]):
         _check_latency(node)
+    for node in (result["recall"]["excluded"], included, result["recall"]["cold"]):
         assert sum(node["outcomes"].values()) == node["n"]
     assert set(result["recall"]["excluded"]["by_path"]) == {"exact", "hnsw"}
+    assert included["without_embedding"]["p50_ms"] < included["p50_ms"]
+    assert {"embedding", "search", "scoring", "write"} <= set(included["by_phase"])
     phases = result["recall"]["excluded"]["by_phase"]
     assert phases["search"]["n"] == result["recall"]["excluded"]["n"]  # every recall searches
     assert phases["search"]["p50_ms"] <= result["recall"]["excluded"]["p50_ms"]
@@ -110,4 +114,5 @@ def test_a_missed_target_prints_its_measured_bound_and_next_step() -> None:
     result["config"]["trails"] = 100_000
     at_100k = {t["path"]: t for t in report.evaluate_targets(result)}["http.recall_c1.p50_ms"]
     assert at_100k["target"] == "<= 6" and at_100k["met"] is False
-    assert "embedding 6.5 ms + search and checks 2.5 ms = 9.0 ms" in at_100k["bound"]
+    assert "services.recall takes 9.0 ms in-process, 6.5 ms of it the embedding" in at_100k["bound"]
+    assert "adds 0.5 ms" in at_100k["bound"]  # 9.5 ms over HTTP
