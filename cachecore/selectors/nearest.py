@@ -77,30 +77,10 @@ def _scope_route(*, tenant: Tenant, scope: str) -> tuple[int, float]:
     return size, rows
 
 
-def active_scope_size(*, tenant: Tenant, scope: str) -> int:
-    """Active trails in a scope, counted up to the exact-search limit + 1 (cached a minute)."""
-    return _scope_route(tenant=tenant, scope=scope)[0]
-
-
 EXACT_SEARCH_FLOOR = 2000
-_partition_rows: list[float] = [0.0, 0.0]  # [mean estimated rows of a trail partition, valid until]
 
 
-def _mean_partition_rows() -> float:
-    now = time.monotonic()
-    if _partition_rows[1] <= now:
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT coalesce((SELECT avg(greatest(c.reltuples, 0)) FROM pg_inherits i "
-                "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'cachecore_trail'::regclass), "
-                "(SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'cachecore_trail'::regclass))"
-            )
-            row = cur.fetchone()
-        _partition_rows[:] = [float(row[0] or 0.0) if row else 0.0, now + _SCOPE_SIZE_TTL_S]
-    return _partition_rows[0]
-
-
-def exact_search_limit(rows: float | None = None) -> int:
+def exact_search_limit(rows: float) -> int:
     """Scopes with at most this many active trails are searched exactly. Trails are
     partitioned by tenant and each partition has its own HNSW index, so a filtered HNSW scan
     visits about (partition rows / scope size) entries per hit while an exact search scans the
@@ -108,10 +88,9 @@ def exact_search_limit(rows: float | None = None) -> int:
     one global index by ``manage.py bench``: 100k rows, ~1.5k; 1M, ~5k). On 16 partitions of
     100k trails (``research.partition_ab``) the exact scan wins up to about 2,000 active trails
     and the partition's HNSW beyond (1–2k: 6.3 vs 8.6 ms; 2–5k: 22.6 vs 8.6 ms): hence the
-    floor. ``rows``: the rows of the partition the scan visits (``_scope_route``); None, a
-    mean partition. Never above TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 2,000."""
+    floor. ``rows``: the rows of the partition the scan visits (``_scope_route``). Never above
+    TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 2,000."""
     cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
-    rows = _mean_partition_rows() if rows is None else rows
     return min(cap, max(EXACT_SEARCH_FLOOR, int(5 * rows ** 0.5)))
 
 

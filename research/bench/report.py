@@ -78,7 +78,7 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
         return (f"services.recall takes {included:.1f} ms in-process, {emb:.1f} ms of it the embedding (its search "
                 f"{search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
                 f"authentication, JSON) adds {web:.1f} ms", model_step)
-    if path in ("http.recall_c8.per_s",):
+    if path == "http.recall_c8.per_s":
         per = get(report, "http.recall_c1.p50_ms") or included
         return (f"CPU: a recall costs ≈ {per:.1f} ms of one core (embedding {emb:.1f} ms of it), so {cores} cores "
                 f"serve at most ≈ {cores * 1000 / per:.0f}/s, the load generator on the same cores included",

@@ -54,9 +54,19 @@ def scope_path(tenant: Tenant, scope: str) -> str:
 
 
 def _routing_limit() -> int:
-    """The scope size up to which nearest_trails searches exactly."""
+    """The scope size up to which nearest_trails searches exactly, for a partition of mean size
+    (each scope's own route uses its tenant's partition)."""
     rule = getattr(nearest, "exact_search_limit", None)
-    return rule() if rule else settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    if rule is None:
+        return settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT coalesce((SELECT avg(greatest(c.reltuples, 0)) FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'cachecore_trail'::regclass), "
+            "(SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'cachecore_trail'::regclass))"
+        )
+        mean_rows = float(cur.fetchone()[0] or 0.0)
+    return rule(rows=mean_rows)
 
 
 def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11) -> list[TimedQuery]:
@@ -279,10 +289,10 @@ def knn_by_scope_size(probes: list[dict], tenants: dict, *, per_bucket: int = 40
             row: dict = {"scope_size": f"{lo}-{hi}" if hi < 10**9 else f">{lo}", "n": len(chosen)}
             found: dict[str, list[list[str]]] = {}
             for path, limit in (("exact", 10**9), ("hnsw", -1)):
-                # Force the path: the cap for active_scope_size's count, the rule for the routing.
+                # Force the path: the cap for the scope-size count, the rule for the routing.
                 settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = limit
                 if original_rule is not None:
-                    nearest.exact_search_limit = lambda rows=None, limit=limit: limit
+                    nearest.exact_search_limit = lambda rows, limit=limit: limit
                 _scope_sizes.clear()
                 samples: list[float] = []
                 found[path] = []
