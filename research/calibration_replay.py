@@ -3,10 +3,12 @@ record linked to each recall by ``recall_id`` (with label noise), and the tenant
 operating point applied between rounds.
 
 ``python -m research.calibration_replay [--corpus faq|celery] [--rounds 3] [--noise 0.1]
-[--seed 0] [--limit N] [--out DIR]``
+[--seed 0] [--limit N] [--via rest|services] [--out DIR]``
 
-The protocol of issue 24's test, through the product's services (``cachecore.services.recall``
-and ``trail_record``, the functions the REST views call; no HTTP):
+The protocol of issue 24's test. By default over the REST API (``POST /api/v1/recall`` and
+``POST /api/v1/trails`` through the WSGI application in this process, with an API key of the
+tenant's own); ``--via services`` calls the services the views call instead (the same
+decisions, without auth, throttling and serialisation):
 
 0. A throw-away tenant at the shipped defaults ingests the corpus (``docingest``; chunk
    embeddings of the gold sections) and records one active trail per item: the item's
@@ -77,9 +79,73 @@ class RoundCounts:
         }
 
 
-def _served(result: Any) -> list[str]:
-    """Trails whose sections the answer carries (the best first)."""
-    return list(result.trails or ([result.trail_id] if result.trail_id else []))
+@dataclass(frozen=True)
+class Answer:
+    """What the harness reads of a recall's answer."""
+    recall_id: str
+    outcome: str
+    trail_id: str | None
+    trails: tuple[str, ...]
+
+    def served(self) -> tuple[str, ...]:
+        """Trails whose sections the answer carries (the best first)."""
+        return self.trails or ((self.trail_id,) if self.trail_id else ())
+
+
+class ServiceTransport:
+    """The product's services, called directly (what the REST views call)."""
+    name = "services"
+
+    def __init__(self, tenant: Any) -> None:
+        self.tenant = tenant
+
+    def recall(self, *, scope: str, query: str) -> Answer:
+        from cachecore.services.recall import recall
+
+        r = recall(tenant=self.tenant, scope=scope, query=query)
+        return Answer(r.recall_id, r.outcome, r.trail_id, tuple(r.trails or ()))
+
+    def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
+               signal: dict[str, Any] | None, recall_id: str | None = None) -> str:
+        from cachecore.services.trails import trail_record
+
+        return str(trail_record(tenant=self.tenant, scope=scope, query=query, steps=steps, cited=cited,
+                                signal=signal, recall_id=recall_id).pk)
+
+
+class RestTransport:
+    """``POST /api/v1/recall`` and ``POST /api/v1/trails`` through the WSGI application in this
+    process (middleware, API-key auth, throttling, DRF validation and rendering), with a key
+    of the tenant's own."""
+    name = "rest"
+
+    def __init__(self, tenant: Any) -> None:
+        from django.test import Client
+
+        from tenants.services import api_key_create
+
+        _, raw = api_key_create(tenant=tenant, name="replay")
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    def _post(self, url: str, body: dict[str, Any], expect: int) -> dict[str, Any]:
+        response = self.client.post(url, json.dumps(body), content_type="application/json")
+        if response.status_code != expect:
+            raise RuntimeError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+        return response.json()
+
+    def recall(self, *, scope: str, query: str) -> Answer:
+        b = self._post("/api/v1/recall", {"scope": scope, "query": query}, 200)
+        return Answer(b["recall_id"], b["outcome"], b.get("trail_id"), tuple(b.get("trails") or ()))
+
+    def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
+               signal: dict[str, Any] | None, recall_id: str | None = None) -> str:
+        body: dict[str, Any] = {"scope": scope, "query": query, "steps": steps, "cited": cited, "signal": signal}
+        if recall_id:
+            body["recall_id"] = recall_id
+        return self._post("/api/v1/trails", body, 201)["trail_id"]
+
+
+TRANSPORTS = {"rest": RestTransport, "services": ServiceTransport}
 
 
 def other_section(gold: Sequence[str], ids_by_page: dict[str, list[str]], all_ids: Sequence[str],
@@ -105,11 +171,10 @@ def pick_items(items: Sequence[Item], known: set[str], limit: int | None) -> lis
 
 
 def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | None,
-           limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True) -> dict[str, Any]:
+           limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True,
+           via: str = "rest") -> dict[str, Any]:
     """Run the replay and return the report (written to ``out`` when given)."""
     from cachecore.services.calibration import operating_point, operating_point_apply, suggestion_as_dict
-    from cachecore.services.recall import recall
-    from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
     from docingest.progress import Progress
     from tenants.models import Tenant
@@ -119,6 +184,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         raise ValueError("rounds must be at least 1")
     if not 0.0 <= noise <= 1.0:
         raise ValueError("noise must be within [0, 1]")
+    if via not in TRANSPORTS:
+        raise ValueError(f"via must be one of {sorted(TRANSPORTS)}")
     rng = random.Random(seed)
     started = datetime.now(UTC)
     timings: dict[str, float] = {}
@@ -136,6 +203,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
     items: list[Item] = []
     all_ids: list[str] = []
     try:
+        agent = TRANSPORTS[via](tenant)
         t0 = time.perf_counter()
         sections = collect_sections(corpus.docs, corpus.subtrees)
         all_ids = [s.id for s in sections]
@@ -156,19 +224,18 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         t0 = time.perf_counter()
         trail_of: dict[str, str] = {}
         for i in items:
-            trail = trail_record(
-                tenant=tenant, scope=corpus.scope, query=i.question,
+            trail_of[i.id] = agent.record(
+                scope=corpus.scope, query=i.question,
                 steps=[{"tool": "search", "args": {"q": i.question}, "returned": gold[i.id]}],
                 cited=gold[i.id], signal={"source": "caller", "accepted": True})
-            trail_of[i.id] = str(trail.pk)
         timings["record_s"] = round(time.perf_counter() - t0, 1)
 
         def label(query: str, recall_id: str, cites_gold: bool, item: Item) -> None:
             if rng.random() < noise:
                 cites_gold = not cites_gold
             cited = gold[item.id] if cites_gold else [other_section(gold[item.id], ids_by_page, all_ids, rng)]
-            trail_record(tenant=tenant, scope=corpus.scope + "-labels", query=query, steps=[], cited=cited,
-                         signal=None, recall_id=recall_id)
+            agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
+                         recall_id=recall_id)
 
         for r in range(1, rounds + 1):
             t0 = time.perf_counter()
@@ -179,9 +246,9 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
             rng.shuffle(order)
             with Progress(f"round {r} same-need", len(order)) as bar:
                 for i in order:
-                    res = recall(tenant=tenant, scope=corpus.scope, query=i.same_need_at(r - 1))
+                    res = agent.recall(scope=corpus.scope, query=i.same_need_at(r - 1))
                     c = counts[i.side]
-                    own = trail_of[i.id] in _served(res)
+                    own = trail_of[i.id] in res.served()
                     c.same_need += 1
                     c.outcomes[f"same_need:{res.outcome}"] += 1
                     c.same_own_prefetch += res.outcome == "prefetch" and own
@@ -195,9 +262,9 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     if close is None:
                         bar.step()
                         continue
-                    res = recall(tenant=tenant, scope=corpus.scope, query=close.question)
+                    res = agent.recall(scope=corpus.scope, query=close.question)
                     c = counts[i.side]
-                    own = trail_of[i.id] in _served(res)
+                    own = trail_of[i.id] in res.served()
                     c.outcomes[f"close:{res.outcome}"] += 1
                     if close.answered_by_source:
                         c.close_answered += 1
@@ -226,7 +293,9 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         "corpus": corpus.name, "docs": str(corpus.docs), "sections": len(all_ids), "items": len(items),
         "items_by_side": dict(Counter(i.side for i in items)), "rounds": rows, "noise": noise, "seed": seed,
         "limit": limit, "start_prefetch": start_prefetch, "defaults": defaults, "timings": timings,
-        "path": "services (cachecore.services.recall / trail_record / calibration.operating_point_apply)",
+        "via": via, "path": ("REST API in process (POST /api/v1/recall, /api/v1/trails)" if via == "rest" else
+                             "services (cachecore.services.recall, trails.trail_record)")
+        + "; operating_point_apply between rounds",
         "headline_side": HELD_OUT, "started_at": started.isoformat(timespec="seconds"),
     }
     if out is not None:
@@ -305,10 +374,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only this many items (both sides)")
     parser.add_argument("--out", type=Path, default=None,
                         help="default reports/replay/<corpus>-noise<p>")
+    parser.add_argument("--via", choices=sorted(TRANSPORTS), default="rest",
+                        help="recall and record over the REST API in process (default) or the services")
     parser.add_argument("--start-prefetch", type=float, default=None,
                         help="the tenant's prefetch confidence before any label (default: the shipped one)")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # The replay sends more than a client should: no request-rate limits (as ``make eval``).
+    os.environ.setdefault("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", "0")
+    os.environ.setdefault("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", "0")
     import django
 
     django.setup()
@@ -319,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}"
     report = replay(corpus=corpus, rounds=args.rounds, noise=args.noise, seed=args.seed, out=out,
-                    limit=args.limit, start_prefetch=args.start_prefetch)
+                    limit=args.limit, start_prefetch=args.start_prefetch, via=args.via)
     print()
     for side in SIDES:
         print(table(report["rounds"], side))

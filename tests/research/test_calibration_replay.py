@@ -1,5 +1,6 @@
 """The replay harness on a tiny slice of the Celery corpus (one page, a few items, 2 rounds)
-against the real database and model: the report's shape, and counts that add up."""
+against the real database and model, over the REST API and through the services: the report's
+shape, and counts that add up."""
 
 from __future__ import annotations
 
@@ -26,16 +27,17 @@ def test_other_section_stays_on_the_gold_page():
 
 
 @pytest.mark.django_db
-def test_replay_on_a_tiny_slice(tmp_path):
+@pytest.mark.parametrize("via", ["rest", "services"])
+def test_replay_on_a_tiny_slice(tmp_path, via):
     assert CELERY_DOCS.is_dir(), "Debian's python-celery-doc is needed (scripts/test.sh installs it)"
     corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery")
     on_page = [i for i in celery_items() if i.gold[0].startswith(PAGE + "#")]
     limit = 4
-    report = replay(corpus=corpus, rounds=2, noise=0.5, seed=3, out=tmp_path, limit=limit, plot_png=True)
+    report = replay(corpus=corpus, rounds=2, noise=0.5, seed=3, out=tmp_path, limit=limit, plot_png=True, via=via)
 
     assert json.loads((tmp_path / "report.json").read_text()) == report
     assert (tmp_path / "replay.png").stat().st_size > 1000
-    assert report["corpus"] == "celery" and report["headline_side"] == HELD_OUT
+    assert report["corpus"] == "celery" and report["headline_side"] == HELD_OUT and report["via"] == via
     assert report["items"] == limit and len(on_page) >= limit
     assert sum(report["items_by_side"].values()) == limit
     assert set(report["items_by_side"]) == {HELD_OUT, CALIBRATION}
