@@ -52,7 +52,7 @@ def test_sizes_and_kinds(rows):
     closes = [c for r in rows for c in r["close"]]
     kinds = Counter(c["kind"] for c in closes)
     for kind in KINDS:
-        assert kinds[kind] >= 10, (kind, kinds)
+        assert kinds[kind] >= 20, (kind, kinds)
     # Most close questions need another section; some are answered by the gold section anyway.
     assert sum(not c["answered_by_source"] for c in closes) >= 0.7 * len(closes)
     assert sum(c["answered_by_source"] for c in closes) >= 20
