@@ -26,20 +26,32 @@ def test_other_section_stays_on_the_gold_page():
     assert other_section(["b.html#only"], by_page, all_ids, rng) in {"a.html#x", "a.html#y", "a.html#z"}
 
 
-@pytest.mark.django_db
-@pytest.mark.parametrize("via", ["rest", "services"])
-def test_replay_on_a_tiny_slice(tmp_path, via):
+@pytest.fixture(scope="module")
+def tiny_reports(tmp_path_factory, django_db_blocker):
+    """The tiny replay over the REST API and through the services, same slice and seed."""
     assert CELERY_DOCS.is_dir(), "Debian's python-celery-doc is needed (scripts/test.sh installs it)"
     corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery")
-    on_page = [i for i in celery_items() if i.gold[0].startswith(PAGE + "#")]
-    limit = 4
-    report = replay(corpus=corpus, rounds=2, noise=0.5, seed=3, out=tmp_path, limit=limit, plot_png=True, via=via)
+    reports = {}
+    with django_db_blocker.unblock():
+        for via in ("rest", "services"):
+            out = tmp_path_factory.mktemp(via)
+            reports[via] = (out, replay(corpus=corpus, rounds=2, noise=0.5, seed=3, out=out, limit=LIMIT,
+                                        plot_png=True, via=via))
+    return reports
 
-    assert json.loads((tmp_path / "report.json").read_text()) == report
-    assert (tmp_path / "replay.png").stat().st_size > 1000
+
+LIMIT = 4
+
+
+@pytest.mark.parametrize("via", ["rest", "services"])
+def test_replay_on_a_tiny_slice(tiny_reports, via):
+    out, report = tiny_reports[via]
+    on_page = [i for i in celery_items() if i.gold[0].startswith(PAGE + "#")]
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "replay.png").stat().st_size > 1000
     assert report["corpus"] == "celery" and report["headline_side"] == HELD_OUT and report["via"] == via
-    assert report["items"] == limit and len(on_page) >= limit
-    assert sum(report["items_by_side"].values()) == limit
+    assert report["items"] == LIMIT and len(on_page) >= LIMIT
+    assert sum(report["items_by_side"].values()) == LIMIT
     assert set(report["items_by_side"]) == {HELD_OUT, CALIBRATION}
     assert report["sections"] > 20
     assert [r["round"] for r in report["rounds"]] == [1, 2]
@@ -67,6 +79,13 @@ def test_replay_on_a_tiny_slice(tmp_path, via):
                 assert 0.0 <= lo <= hi <= 1.0
     printed = table(report["rounds"], HELD_OUT)
     assert printed.count("\n") == 1 + len(report["rounds"])
+
+
+def test_rest_and_services_decide_the_same(tiny_reports):
+    """The REST views add auth, throttling and serialisation around the same services."""
+    rest, services = (tiny_reports[v][1]["rounds"] for v in ("rest", "services"))
+    assert [r["sides"] for r in rest] == [r["sides"] for r in services]
+    assert [r["prefetch_cut_after"] for r in rest] == [r["prefetch_cut_after"] for r in services]
 
 
 def test_round_counts_figures_are_proportions():
