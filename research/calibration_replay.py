@@ -341,7 +341,7 @@ def plot(report: dict[str, Any], path: Path, side: str = HELD_OUT) -> Path:
     def series(key: str) -> list[float]:
         return [100 * (r["sides"][side][key]["rate"] or 0.0) for r in rows]
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 5.0))
     ax.plot(x, series("same_need_own_prefetch"), marker="o", label="same-need: own trail as prefetch")
     ax.plot(x, series("same_need_own_prefetch_or_hint"), marker="o", linestyle="--",
             label="same-need: own trail, prefetch or hint")
@@ -357,7 +357,7 @@ def plot(report: dict[str, Any], path: Path, side: str = HELD_OUT) -> Path:
     cut.set_ylim(0, 1)
     cut.set_ylabel("prefetch confidence cut")
     handles = ax.get_legend_handles_labels()[0] + cut.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=7, loc="upper left")
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     ax.set_title(f"Replay on the {report['corpus']} corpus ({report['items']} items)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
