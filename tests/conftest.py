@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tenants.models import Tenant
+from tenants.models import Tenant, all_key_permissions
 from tenants.services import api_key_create, tenant_create
 
 
@@ -105,9 +105,13 @@ def make_tenant(db: None) -> Callable[..., Tenant]:
 
 @pytest.fixture
 def make_caller(make_tenant: Callable[..., Tenant]) -> Callable[..., ApiCaller]:
-    def make(tenant: Tenant | None = None, scopes: list[str] | None = None, **settings: Any) -> ApiCaller:
+    def make(tenant: Tenant | None = None, scopes: list[str] | None = None, permissions: list[str] | None = None,
+             **settings: Any) -> ApiCaller:
+        """A key with every permission unless ``permissions`` are given (tests of one operation
+        need the others to set it up; the least-privilege default has its own tests)."""
         tenant = tenant or make_tenant(**settings)
-        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [])
+        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [],
+                                permissions=all_key_permissions() if permissions is None else permissions)
         return ApiCaller(tenant, raw)
 
     return make

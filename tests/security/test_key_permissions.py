@@ -89,10 +89,11 @@ def test_stats_need_no_permission_but_a_valid_key(make_caller):
     assert _key(full.tenant, ["recall"]).get("/api/v1/stats").status_code == 200
 
 
-def test_new_keys_get_every_permission_unless_chosen(make_tenant):
+def test_new_keys_get_least_privilege_unless_chosen(make_tenant):
     tenant = make_tenant()
     key, _ = api_key_create(tenant=tenant, name="default")
-    assert key.permissions == EVERY
+    assert key.permissions == ["recall", "record", "feedback", "sections:read"]
+    assert ApiKey.objects.get(pk=key.pk).permissions == ["recall", "record", "feedback", "sections:read"]
     chosen, _ = api_key_create(tenant=tenant, name="chosen", permissions=["record", "recall", "recall"])
     assert chosen.permissions == ["recall", "record"]  # canonical order, no repeats
     with pytest.raises(ValueError, match="unknown API key permissions: admin"):
@@ -109,8 +110,10 @@ def test_create_api_key_command_takes_permissions(make_tenant):
     key = ApiKey.objects.get(tenant=tenant, name="reader")
     assert key.permissions == ["recall", "sections:read"]
     assert "permissions: recall, sections:read" in err.getvalue()
-    call_command("create_api_key", "--tenant", tenant.slug, "--name", "all", stdout=out, stderr=err)
-    assert ApiKey.objects.get(tenant=tenant, name="all").permissions == EVERY
+    call_command("create_api_key", "--tenant", tenant.slug, "--name", "default", stdout=out, stderr=err)
+    assert ApiKey.objects.get(tenant=tenant, name="default").permissions == ["recall", "record", "feedback",
+                                                                           "sections:read"]
+    assert "least-privilege default (recall, record, feedback, sections:read)" in err.getvalue()
     from django.core.management.base import CommandError
     with pytest.raises(CommandError, match="unknown API key permissions"):
         call_command("create_api_key", "--tenant", tenant.slug, "--permissions", "root", stdout=out, stderr=err)

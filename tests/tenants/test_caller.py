@@ -24,7 +24,7 @@ QUERY = "Where does Acme read its configuration from?"
 def test_the_scope_prefix_rule():
     assert scope_allowed([], "anything")
     assert scope_allowed(("team-a/",), "team-a/x") and not scope_allowed(["team-a/"], "team-b/x")
-    assert scope_allowed(["a", "b"], "bee") and not scope_allowed(["a", "b"], "cat")
+    assert scope_allowed(["a:", "b:"], "b:ee") and not scope_allowed(["a:", "b:"], "cat")
 
 
 def test_callers_from_a_key_and_from_an_operator(make_tenant):
