@@ -70,6 +70,8 @@ def caller_for_operator(*, user: Any, tenant: Tenant, role: str) -> Caller:
                   actor_label=f"operator:{user.email or user.username}", is_superuser=role == SUPERUSER, user=user)
 
 
-def tenant_caller(tenant: Tenant, *, actor_label: str = "system") -> Caller:
-    """The whole tenant, for services, tasks and commands that act for it (not for a key)."""
-    return Caller(tenant=tenant, actor_label=actor_label)
+def tenant_caller(tenant: Tenant, *, actor_label: str = "system", user: Any = None) -> Caller:
+    """The whole tenant, for work that really acts for it (retention, fan-outs, jobs, the
+    demo), not for a key: every scope, no key permission to check. ``user``: the operator a
+    job runs for, for the audit log."""
+    return Caller(tenant=tenant, actor_label=actor_label, user=user)

@@ -62,3 +62,56 @@ def scope_prefix_problem(prefix: str) -> str | None:
         return (f"scope prefix {prefix!r} must end in ':' or '/' (for example {prefix + ':'!r}), so that it "
                 "cannot admit a neighbouring scope that merely starts with the same letters")
     return None
+
+
+# ---- the scopes of a section: which scopes may see it -------------------------------------------
+# A section carries scope entries (prefixes by the same rule). ``[EVERY_SCOPE]``: every scope;
+# an empty list: no scope-limited caller, only tenant-wide ones (keys without scope limits, the
+# console's operators, the tenant's own jobs), in every scope.
+
+def entries_admit_scope(entries: Iterable[str], scope: str, *, tenant_wide: bool) -> bool:
+    """Whether a section with ``entries`` is served in ``scope`` (to a tenant-wide caller when
+    ``tenant_wide``): an entry admits the scope, or there are none and the caller is tenant-wide."""
+    entries = tuple(entries)
+    if not entries:
+        return tenant_wide
+    return any(e == EVERY_SCOPE or prefix_admits(e, scope) for e in entries)
+
+
+def entries_visible(entries: Iterable[str], prefixes: Iterable[str]) -> bool:
+    """Whether a caller limited to ``prefixes`` (none: tenant-wide) sees a section with
+    ``entries``: tenant-wide callers see every section; a limited one those with an entry that
+    overlaps one of its prefixes (some scope both admit), or that is every scope."""
+    prefixes = tuple(prefixes)
+    if not prefixes:
+        return True
+    return any(e == EVERY_SCOPE or prefixes_overlap(e, p) for e in entries for p in prefixes)
+
+
+def entries_within(entries: Iterable[str], prefixes: Iterable[str]) -> bool:
+    """Whether a section with ``entries`` lies entirely within ``prefixes`` (what a limited
+    caller may overwrite or delete): every entry inside one of them; tenant-wide: always."""
+    prefixes, entries = tuple(prefixes), tuple(entries)
+    if not prefixes:
+        return True
+    return bool(entries) and all(e != EVERY_SCOPE and any(prefix_within(e, p) for p in prefixes) for e in entries)
+
+
+def _admits_sql(prefix: str, scope: str) -> str:
+    """``prefix_admits`` in SQL, over two text expressions."""
+    return (f"({scope} = {prefix} OR (right({prefix}, 1) IN (':', '/') AND starts_with({scope}, {prefix})) "
+            f"OR (right({prefix}, 1) NOT IN (':', '/') AND (starts_with({scope}, {prefix} || ':') "
+            f"OR starts_with({scope}, {prefix} || '/'))))")
+
+
+def entries_admit_scope_sql(entries: str, scope: str, tenant_wide: str) -> str:
+    """``entries_admit_scope`` in SQL: ``entries`` a text[] expression (``s.scopes``), ``scope``
+    a text one and ``tenant_wide`` a boolean one (placeholders or columns; each spelled once)."""
+    return (f"((cardinality({entries}) = 0 AND {tenant_wide}) OR EXISTS (SELECT 1 FROM unnest({entries}) AS e(p), "
+            f"(SELECT {scope} AS v) AS q WHERE e.p = '{EVERY_SCOPE}' OR {_admits_sql('e.p', 'q.v')}))")
+
+
+def entries_visible_sql(entries: str, prefixes: str) -> str:
+    """``entries_visible`` for a limited caller in SQL: ``prefixes`` a non-empty text[] expression."""
+    return (f"EXISTS (SELECT 1 FROM unnest({entries}) AS e(p), unnest({prefixes}) AS k(p) "
+            f"WHERE e.p = '{EVERY_SCOPE}' OR {_admits_sql('k.p', 'e.p')} OR {_admits_sql('e.p', 'k.p')})")

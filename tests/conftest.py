@@ -35,8 +35,10 @@ class ApiCaller:
         return self.client.put(url, data, format="json", **kw)
 
     # Short-hands for the common calls.
-    def upsert(self, sections: dict[str, str]) -> Any:
-        response = self.put("/api/v1/sections", {"sections": [{"id": k, "text": v} for k, v in sections.items()]})
+    def upsert(self, sections: dict[str, str], *, scopes: list[str] | None = None) -> Any:
+        """Upsert ``{id: text}``; with ``scopes``, each section gets them."""
+        items = [{"id": k, "text": v, **({"scopes": scopes} if scopes is not None else {})} for k, v in sections.items()]
+        response = self.put("/api/v1/sections", {"sections": items})
         assert response.status_code == 200, response.content
         return response.json()
 

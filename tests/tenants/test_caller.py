@@ -46,7 +46,10 @@ def two_tenants(make_caller):
     a = make_caller()
     b = make_caller()
     for caller in (a, b):
-        caller.upsert({"doc#1": "Acme reads /etc/acme.toml.", "doc#2": "Acme writes /var/log/acme.log."})
+        assert caller.put("/api/v1/sections", {"sections": [
+            {"id": "doc#1", "text": "Acme reads /etc/acme.toml.", "scopes": ["team-a/"]},
+            {"id": "doc#2", "text": "Acme writes /var/log/acme.log.", "scopes": ["team-b/"]},
+        ]}).status_code == 200
         for scope, cited in (("team-a/x", ["doc#1"]), ("team-b/x", ["doc#2"])):
             assert caller.record(query=QUERY, cited=cited, scope=scope).status_code == 201
             caller.recall(QUERY, scope=scope)
