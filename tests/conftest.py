@@ -37,7 +37,8 @@ class ApiCaller:
     # Short-hands for the common calls.
     def upsert(self, sections: dict[str, str], *, scopes: list[str] | None = None) -> Any:
         """Upsert ``{id: text}``; with ``scopes``, each section gets them."""
-        items = [{"id": k, "text": v, **({"scopes": scopes} if scopes is not None else {})} for k, v in sections.items()]
+        extra = {"scopes": scopes} if scopes is not None else {}
+        items = [{"id": k, "text": v, **extra} for k, v in sections.items()]
         response = self.put("/api/v1/sections", {"sections": items})
         assert response.status_code == 200, response.content
         return response.json()

@@ -176,6 +176,11 @@ def recall(
     clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     shadow = tenant.shadows(scope)
+    # A section hidden from this recall's scope is missing for it, not for the trail: never
+    # mark a trail stale for what only its scopes hide.
+    hiding = {t for t, cited in read.cited.items() if any(c.hidden for c in cited)}
+    if hiding & set(decision.stale_trail_ids):
+        decision = replace(decision, stale_trail_ids=[t for t in decision.stale_trail_ids if t not in hiding])
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
                        latency_ms=latency_ms, shadow=shadow)
     clock.lap("write")
