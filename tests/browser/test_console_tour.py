@@ -81,7 +81,7 @@ def page_overflow(page: Any) -> int:
 
 
 def shoot(page: Any, name: str, width_name: str) -> Path:
-    """The whole page, and in first-screen/ what the first screen shows (for the README)."""
+    """The whole page, and in first-screen/ what the first screen shows (for docs/console.md)."""
     (SCREENSHOTS / "first-screen").mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"console-{name}-{width_name}.png"
     page.screenshot(path=str(path), full_page=True)
