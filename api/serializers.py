@@ -1,4 +1,4 @@
-"""Request validation and response shapes of REST API v1 (the contract in DESIGN.md)."""
+"""Request validation and response shapes of REST API v1 (the contract in docs/design.md)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("TRAILCACHE_ALLOW_SKIPS") != "1":
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
-        report.longrepr = f"{reason}\n(this test would have been skipped; the suite skips nothing, see README → Tests)"
+        report.longrepr = f"{reason}\n(this test would have been skipped; the suite skips nothing, see CONTRIBUTING.md)"
     return report
 
 

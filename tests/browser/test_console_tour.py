@@ -2,7 +2,7 @@
 no browser error or failed request, no page wider than the screen (wide tables scroll inside
 their card), navigation that collapses on the phone, and axe-core finding no serious or
 critical accessibility violation. A screenshot of each page at each width goes to
-reports/console/ for review; the README shows two of them (docs/results/console-*.png)."""
+reports/console/ for review; docs/console.md shows two of them (docs/results/console-*.png)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def page_overflow(page: Any) -> int:
 
 
 def shoot(page: Any, name: str, width_name: str) -> Path:
-    """The whole page, and in first-screen/ what the first screen shows (for the README)."""
+    """The whole page, and in first-screen/ what the first screen shows (for docs/console.md)."""
     (SCREENSHOTS / "first-screen").mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"console-{name}-{width_name}.png"
     page.screenshot(path=str(path), full_page=True)
