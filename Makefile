@@ -9,7 +9,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # A deployment starts gunicorn and celery itself, in production mode (the default).
 export TRAILCACHE_DEV := true
 
-.PHONY: setup run test lint bench bench-growth eval cluster-demo clean-data chaos load
+.PHONY: setup run test lint bench bench-growth eval cluster-demo clean-data chaos load results
 
 $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ load: export TRAILCACHE_RATE_PER_KEY_PER_MINUTE := 0
 load: export TRAILCACHE_RATE_PER_TENANT_PER_MINUTE := 0
 load: setup
 	$(PY) -m research.chaos load $(LOAD_ARGS)
+
+# docs/results.md from docs/results/*.md, refreshed with the latest tables and plots under reports/
+# (research/results_doc.py); needs no database.
+results: $(VENV)/.installed
+	$(PY) -m research.results_doc
 
 clean-data:
 	-$(PY) -m config.embedded_db stop

@@ -93,30 +93,32 @@ class Answer:
 
 
 class ServiceTransport:
-    """The product's services, called directly (what the REST views call)."""
+    """The product's services, called directly (what the REST views call), as the whole tenant."""
     name = "services"
 
     def __init__(self, tenant: Any) -> None:
-        self.tenant = tenant
+        from tenants.caller import tenant_caller
+
+        self.caller = tenant_caller(tenant, actor_label=ACTOR)
 
     def recall(self, *, scope: str, query: str) -> Answer:
         from cachecore.services.recall import recall
 
-        r = recall(tenant=self.tenant, scope=scope, query=query)
+        r = recall(caller=self.caller, scope=scope, query=query)
         return Answer(r.recall_id, r.outcome, r.trail_id, tuple(r.trails or ()))
 
     def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
                signal: dict[str, Any] | None, recall_id: str | None = None) -> str:
         from cachecore.services.trails import trail_record
 
-        return str(trail_record(tenant=self.tenant, scope=scope, query=query, steps=steps, cited=cited,
+        return str(trail_record(caller=self.caller, scope=scope, query=query, steps=steps, cited=cited,
                                 signal=signal, recall_id=recall_id).pk)
 
 
 class RestTransport:
     """``POST /api/v1/recall`` and ``POST /api/v1/trails`` through the WSGI application in this
-    process (middleware, API-key auth, throttling, DRF validation and rendering), with a key
-    of the tenant's own."""
+    process (middleware, API-key auth, throttling, DRF validation and rendering), with a
+    tenant-wide key of the default permissions (recall, record, feedback, sections:read)."""
     name = "rest"
 
     def __init__(self, tenant: Any) -> None:

@@ -1,8 +1,9 @@
 """Calibration / held-out splits shared by every study, by question group: a group is on one
 side only, so nothing tuned on calibration data has seen a held-out question.
 
-- QQP (``../shared/data/qqp/qqp_pairs.jsonl.gz``): groups are the connected components of the
-  pair graph over normalised question text (so no question is on both sides).
+- QQP (``tests/data/qqp/qqp_pairs.jsonl.gz``, vendored with its provenance; ``TRAILCACHE_QQP``
+  overrides): groups are the connected components of the pair graph over normalised question
+  text (so no question is on both sides).
 - Python FAQ set (``tests/data/eval``): groups are the FAQ entry ids (an original, its
   paraphrases, its distinct and close-but-different questions).
 - Celery hard set (``tests/data/eval/celery_hard.jsonl``): groups are the items' ``topic``
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-QQP_PATH = Path(os.environ.get("TRAILCACHE_QQP", REPO_ROOT.parent / "shared" / "data" / "qqp" / "qqp_pairs.jsonl.gz"))
+QQP_PATH = Path(os.environ.get("TRAILCACHE_QQP", REPO_ROOT / "tests" / "data" / "qqp" / "qqp_pairs.jsonl.gz"))
 HELD_OUT_TENTHS = 3
 CALIBRATION, HELD_OUT = "calibration", "held_out"
 

@@ -22,6 +22,7 @@ from cachecore.selectors.nearest import _scope_sizes, nearest_trails
 from cachecore.selectors.sections import coverage_by_section
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 from tenants.models import Tenant
 
 
@@ -113,7 +114,7 @@ def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray, phases: di
         best = candidates[0] if candidates else None
         if best is None or best.similarity < tenant.similarity_threshold:
             return "miss"
-        cited = cited_sections_now(tenant=tenant, trail_id=best.trail_id)
+        cited = cited_sections_now(caller=tenant_caller(tenant), trail_id=best.trail_id)
         lap("sections")
         valid = [c for c in cited if c.state is SectionState.VALID]
         if not valid:
@@ -156,7 +157,7 @@ def time_recall_full(queries: list[TimedQuery], tenants: dict) -> dict:
     for q in queries:
         tenant = tenants[q.tenant_id]
         t0 = time.perf_counter()
-        result = recall(tenant=tenant, scope=q.scope, query=q.text)
+        result = recall(caller=tenant_caller(tenant), scope=q.scope, query=q.text)
         ms = (time.perf_counter() - t0) * 1000
         samples.append(ms)
         without_embedding.append(ms - result.timings.get("embedding", 0.0) * 1000)
@@ -251,7 +252,7 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
         cited = cited_by_tenant[tenant.pk]
         t0 = time.perf_counter()
         trail_record(
-            tenant=tenant, scope="bench:records", query=q.text, cited=cited,
+            caller=tenant_caller(tenant), scope="bench:records", query=q.text, cited=cited,
             steps=[{"tool": "search", "args": {"q": q.text}, "returned": cited}],
             signal={"source": "caller", "accepted": True},
         )

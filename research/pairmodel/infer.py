@@ -1,6 +1,6 @@
 """Inference with an exported pair model (int8 ONNX + manifest), for the studies: scores
 (query, trail question) pairs as recall would have. Measured, not shipped: see RESULTS.md and
-the README (Matching quality) — it did not beat the evidence scorer enough to pay its latency.
+docs/results.md (Matching quality) — it did not beat the evidence scorer enough to pay its latency.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The REST contract of DESIGN.md, pinned with literal URLs: auth, scopes, tenants, shapes."""
+"""The REST contract of docs/design.md, pinned with literal URLs: auth, scopes, tenants, shapes."""
 
 import json
 from urllib.parse import quote

@@ -197,4 +197,4 @@ def test_query_redaction_also_clears_the_query_from_step_arguments_and_verdict_q
         "says the sources do not answer", "reads like a non-answer (0.81)",
         "1 of 1 sentences not supported by the cited sections (0% of the answer supported)"]
     assert trail.verdict["supported_ratio"] == 0.0
-    assert trail.subject == "user-4471"  # kept: erasure finds the subject's rows by it (README → Retention)
+    assert trail.subject == "user-4471"  # kept: erasure finds the subject's rows by it (docs/background.md → Retention)

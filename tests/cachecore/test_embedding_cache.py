@@ -95,9 +95,9 @@ def test_documented_defaults_and_environment_values():
     default = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True,
                              timeout=120)
     assert default.stdout.split() == ["1", "False", str(DEFAULT_CACHE_SIZE)], default.stderr
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     for name in ("TRAILCACHE_EMBEDDING_THREADS", "TRAILCACHE_EMBEDDING_SPINNING", "TRAILCACHE_EMBEDDING_CACHE_SIZE"):
-        assert f"`{name}`" in readme
+        assert f"`{name}`" in documented
     clean.update({"TRAILCACHE_EMBEDDING_THREADS": "2", "TRAILCACHE_EMBEDDING_SPINNING": "true",
                   "TRAILCACHE_EMBEDDING_CACHE_SIZE": "0"})
     chosen = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True,

@@ -5,15 +5,16 @@ import importlib
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 
 def _seed(tenant, trails, sections_per_trail):
     sections = [{"id": f"doc#{i}", "text": f"Section {i} explains how to install Acme, step {i}."}
                 for i in range(trails * sections_per_trail)]
-    sections_upsert(tenant=tenant, sections=sections)
+    sections_upsert(caller=tenant_caller(tenant), sections=sections)
     for t in range(trails):
         cited = [f"doc#{t * sections_per_trail + j}" for j in range(sections_per_trail)]
-        trail_record(tenant=tenant, scope="default", query=f"How do I install Acme, variant {t}?",
+        trail_record(caller=tenant_caller(tenant), scope="default", query=f"How do I install Acme, variant {t}?",
                               steps=[], cited=cited, signal={"source": "caller", "accepted": True})
 
 
@@ -27,9 +28,9 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
     _seed(small, trails=1, sections_per_trail=1)
     _seed(large, trails=5, sections_per_trail=8)
     for tenant in (small, large):
-        recall(tenant=tenant, scope="default", query="warm the scope-size cache")
+        recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
         with django_assert_max_num_queries(8):
-            result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+            result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
         assert result.outcome == "prefetch"
     assert len(result.trails) == 5 and len(result.sections) == 40
 
@@ -50,7 +51,7 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
             return cur.fetchone()[0]
 
     before = hot_updates()
-    result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+    result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
     assert result.outcome == "prefetch"
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)

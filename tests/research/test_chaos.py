@@ -2,7 +2,7 @@
 gunicorn, a Celery worker and beat, started by ``research.chaos`` as subprocesses): PostgreSQL
 stopped hard under record load (nothing acknowledged lost, 503 + Retry-After while down, back
 within 5 s), a full disk under an export, and a short load run with no errors. ``make chaos``
-runs every scenario at full size; the README has its figures."""
+runs every scenario at full size; docs/results.md has its figures."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from research.qqp_cache import (
     write_report,
 )
 from research.splits import QQP_PATH, QQPPair
+from tenants.caller import tenant_caller
 
 
 def norm(q: str) -> str:
@@ -78,7 +79,24 @@ def test_classify_and_clusters() -> None:
     assert [r for r in sweep if r["threshold"] == 0.65][0]["non_duplicates"]["k"] == 0
 
 
-needs_qqp = pytest.mark.skipif(not QQP_PATH.is_file(), reason=f"{QQP_PATH} missing (set TRAILCACHE_QQP)")
+def test_the_pairs_are_in_the_repository_and_the_variable_overrides(tmp_path) -> None:
+    """The default path is the vendored file (nothing beside the checkout); TRAILCACHE_QQP wins."""
+    import subprocess
+    import sys
+
+    from research.splits import REPO_ROOT, qqp_pairs
+
+    assert QQP_PATH == REPO_ROOT / "tests" / "data" / "qqp" / "qqp_pairs.jsonl.gz"
+    assert QQP_PATH.is_file()
+    pairs = qqp_pairs()
+    assert len(pairs) == 65_653 and sum(p.duplicate for p in pairs) == 15_643
+    other = tmp_path / "pairs.jsonl.gz"
+    code = "from research.splits import QQP_PATH; print(QQP_PATH)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin", "TRAILCACHE_QQP": str(other)})
+    assert out.stdout.strip() == str(other)
+
+
 SIZES = {"trails": 60, "duplicates": 10, "non_duplicates": 10}
 
 
@@ -92,13 +110,12 @@ def replay(django_db_setup, django_db_blocker):  # noqa: ANN001 - pytest-django 
         tenant = Tenant.objects.get(slug=report["meta"]["tenant"])
         try:
             dup = next(d for d in report["details"] if d["label"] == "duplicate")
-            control = recall(tenant=tenant, scope="qqp", query=dup["pair_question"])
+            control = recall(caller=tenant_caller(tenant), scope="qqp", query=dup["pair_question"])
         finally:
             Tenant.objects.filter(pk=tenant.pk).delete()
     return report, dup, control
 
 
-@needs_qqp
 def test_counts_add_up(replay) -> None:
     report = replay[0]
     meta = report["meta"]
@@ -135,7 +152,6 @@ def test_counts_add_up(replay) -> None:
         assert r["duplicates"]["n"] == 10 and r["non_duplicates"]["n"] == 10
 
 
-@needs_qqp
 def test_control_exact_text_is_served_its_own_trail(replay) -> None:
     _, dup, control = replay
     assert control.outcome == "prefetch"
@@ -143,7 +159,6 @@ def test_control_exact_text_is_served_its_own_trail(replay) -> None:
     assert control.similarity == pytest.approx(1.0, abs=1e-3)
 
 
-@needs_qqp
 def test_report_files(replay, tmp_path) -> None:
     report = replay[0]
     files = write_report(report, tmp_path)
@@ -156,7 +171,6 @@ def test_report_files(replay, tmp_path) -> None:
     assert "## Duplicates (n = 10)" in summary and "false prefetch" in summary and "Cosine-only" in summary
 
 
-@needs_qqp
 def test_cli_overrides_and_tenant_removed(django_db_setup, django_db_blocker, tmp_path, capsys) -> None:  # noqa: ANN001
     from tenants.models import Tenant
 

@@ -90,7 +90,7 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
 
 
 def test_a_missed_target_prints_its_measured_bound_and_next_step() -> None:
-    # A 1M run's figures as measured (README Results): slower than the targets where the model's CPU bounds it.
+    # A 1M run's figures as measured (docs/results.md): slower than the targets where the model's CPU bounds it.
     result = {
         "config": {"trails": 1_000_000, "cpu_count": 2},
         "recall": {"excluded": {"p50_ms": 2.5, "p99_ms": 12.0, "by_path": {

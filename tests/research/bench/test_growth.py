@@ -1,4 +1,4 @@
-"""The growth curve's summary of bench reports: one row per size with the figures the README
+"""The growth curve's summary of bench reports: one row per size with the figures docs/results.md
 quotes, a Markdown table and a PNG plot of latency against trails."""
 
 from __future__ import annotations
