@@ -30,7 +30,6 @@ from typing import Any
 
 from research.match_calibration import DOCS, SCOPE, load_probes
 from research.splits import REPO_ROOT
-from tenants.caller import tenant_caller
 
 
 def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: float | None = None) -> dict[str, Any]:
@@ -39,6 +38,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
     from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
     from docingest.progress import Progress
+    from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
