@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import BooleanField, Q
+from django.db.models import BooleanField, Q, Value
 from django.db.models.expressions import RawSQL
 from pgvector.django import HnswIndex, VectorField
 
@@ -75,7 +75,8 @@ class Section(models.Model):
     terms = ArrayField(models.TextField(), default=list, blank=True)
     # The scope prefixes that may see it (``tenants.scopes``: ``["*"]`` every scope; empty: only
     # tenant-wide callers, in every scope). Checked when read, cited, written and served.
-    scopes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # The database default too, so raw inserts (bulk loaders, COPY) get tenant-wide-only sections.
+    scopes = ArrayField(models.CharField(max_length=200), default=list, db_default=Value("{}"), blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -297,8 +297,10 @@ class Stack:
         self.manage("migrate", "--noinput")
         out = self.manage("shell", code=(
             "from django.contrib.auth import get_user_model; from django.test import Client; "
+            "from tenants.models import all_key_permissions; "
             "from tenants.services import api_key_create, tenant_create; "
-            "t = tenant_create(slug='chaos'); _, raw = api_key_create(tenant=t, name='chaos', scope_prefixes=[]); "
+            "t = tenant_create(slug='chaos'); _, raw = api_key_create(tenant=t, name='chaos', scope_prefixes=[], "
+            "permissions=all_key_permissions()); "
             "u = get_user_model().objects.create_superuser('chaos', 'chaos@example.com', 'chaos-pass-123456'); "
             "c = Client(); c.force_login(u); print(raw); print(c.cookies['sessionid'].value)"))
         self.key, session = out.strip().splitlines()[-2:]

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
-from tenants.caller import tenant_caller
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
@@ -89,6 +88,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
     from docingest.progress import Progress
     from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
+    from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
 

@@ -34,7 +34,6 @@ from typing import Any
 
 from research.splits import HELD_OUT, QQP_PATH, REPO_ROOT, QQPPair, qqp_pairs
 from research.stats import percentile, proportion
-from tenants.caller import tenant_caller
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "qqp" / "latest"
 SCOPE = "qqp"
@@ -297,6 +296,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, upsert_synchronously
     from docingest.progress import Progress
+    from tenants.caller import tenant_caller
     from tenants.services import SETTINGS_FIELDS
 
     def bar(label: str, total: int) -> Progress:

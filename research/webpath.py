@@ -34,7 +34,6 @@ from pathlib import Path
 
 from research.localstack import with_database
 from research.stats import time_calls
-from tenants.caller import tenant_caller
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "trailcache_webpath"
@@ -80,7 +79,8 @@ def seed(trails: int = 200) -> tuple[object, str]:
     from cachecore.models import Trail
     from cachecore.services.sections import sections_upsert
     from cachecore.services.trails import trail_record
-    from tenants.models import Tenant
+    from tenants.caller import tenant_caller
+    from tenants.models import Tenant, all_key_permissions
     from tenants.services import api_key_create, tenant_create
 
     tenant = Tenant.objects.filter(slug="webpath").first() or tenant_create(slug="webpath")
@@ -93,7 +93,7 @@ def seed(trails: int = 200) -> tuple[object, str]:
             trail_record(caller=tenant_caller(tenant), scope="web", query=question(i), cited=cited,
                          steps=[{"tool": "search", "args": {"q": question(i)}, "returned": cited}],
                          signal={"source": "caller", "accepted": True})
-    _, raw = api_key_create(tenant=tenant, name="webpath")
+    _, raw = api_key_create(tenant=tenant, name="webpath", permissions=all_key_permissions())
     return tenant, raw
 
 

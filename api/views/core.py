@@ -17,7 +17,8 @@ from api import metrics
 from api import serializers as s
 from api.permissions import HasKeyPermission
 from cachecore.models import Trail
-from cachecore.selectors.sections import section_get, sections_current_hashes
+from cachecore.selectors.citations import trail_cited_as_seen
+from cachecore.selectors.sections import section_get
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.selectors.trails import trail_get
 from cachecore.services import calibration
@@ -104,17 +105,16 @@ class TrailsView(TenantAPIView):
         return Response({"trail_id": str(trail.pk), "status": trail.status}, status=status.HTTP_201_CREATED)
 
 
-def trail_as_stored(trail: Trail, *, visible_hashes: dict[str, str] | None = None) -> dict[str, Any]:
-    """The trail as the API shows it. ``visible_hashes`` (for a key with scope limits): the
-    sections it may see now; the others' recorded hashes show as null."""
+def trail_as_stored(trail: Trail, *, cited: list[dict[str, str | None]] | None = None) -> dict[str, Any]:
+    """The trail as the API shows it; ``cited`` as the caller may see it (``trail_cited_as_seen``),
+    else as recorded."""
     return {
         "trail_id": str(trail.pk),
         "scope": trail.scope,
         "query": trail.query,
         "steps": trail.steps,
-        "cited": [{"id": c.section_id,
-                   "hash": c.recorded_hash if visible_hashes is None or c.section_id in visible_hashes else None}
-                  for c in trail.citations.all()],
+        "cited": cited if cited is not None else [{"id": c.section_id, "hash": c.recorded_hash}
+                                                  for c in trail.citations.all()],
         "status": trail.status,
         "signal": {"source": trail.signal_source or None, "accepted": trail.signal_accepted},
         "subject": trail.subject,
@@ -132,10 +132,8 @@ class TrailDetailView(TenantAPIView):
     @extend_schema(responses=s.TrailOutSerializer, summary="A trail as stored (never an answer)")
     def get(self, request: Request, trail_id: str) -> Response:
         trail = trail_get(caller=self.caller, trail_id=trail_id)
-        cited_ids = [c.section_id for c in trail.citations.all()]
-        visible = (sections_current_hashes(caller=self.caller, section_ids=cited_ids)
-                   if self.caller.scope_limited else None)
-        return Response(s.TrailOutSerializer(trail_as_stored(trail, visible_hashes=visible)).data)
+        cited = trail_cited_as_seen(caller=self.caller, trail=trail)
+        return Response(s.TrailOutSerializer(trail_as_stored(trail, cited=cited)).data)
 
     @extend_schema(responses={204: None}, summary="Delete a trail")
     def delete(self, request: Request, trail_id: str) -> Response:

@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='section',
             name='scopes',
-            field=django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200), blank=True, default=list, size=None),
+            field=django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=200), blank=True, db_default=models.Value('{}'), default=list, size=None),
         ),
         migrations.RunSQL(BACKFILL, reverse_sql=migrations.RunSQL.noop),
     ]

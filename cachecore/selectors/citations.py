@@ -10,7 +10,7 @@ from django.db import connection
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.outcome import SectionState, section_state
-from cachecore.models import Citation, Section
+from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
@@ -106,6 +106,19 @@ def cited_sections_now(*, caller: Caller, trail_id: str) -> list[CitedSection]:
     """One trail's citations with the sections' current state as the caller may see them (see
     cited_sections_for_trails)."""
     return cited_sections_for_trails(caller=caller, trail_ids=[str(trail_id)])[str(trail_id)]
+
+
+def trail_cited_as_seen(*, caller: Caller, trail: Trail) -> list[dict[str, str | None]]:
+    """A trail's citations as the caller may see them: each cited id with the hash recorded, or
+    None for a caller with scope limits when the section is not visible to it now (as for an id
+    that does not exist)."""
+    citations = list(trail.citations.all())
+    visible = None
+    if caller.scope_limited:
+        visible = set(Section.objects.visible_to(caller).filter(external_id__in=[c.section_id for c in citations])
+                      .values_list("external_id", flat=True))
+    return [{"id": c.section_id, "hash": c.recorded_hash if visible is None or c.section_id in visible else None}
+            for c in citations]
 
 
 def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str,

@@ -122,7 +122,8 @@ def test_sections_put_get_delete(caller):
     response = caller.get("/api/v1/sections/" + quote(sid, safe=""))
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"id", "hash", "text", "updated_at"}
+    assert set(body) == {"id", "hash", "text", "updated_at", "scopes"}  # scopes: keys without scope limits
+    assert body["scopes"] == []
     assert body["id"] == sid and body["text"] == TEXT
     import hashlib
 

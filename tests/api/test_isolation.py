@@ -42,6 +42,7 @@ def test_a_scope_limited_key_cannot_give_feedback_on_another_scopes_recall(make_
 
 def test_a_scope_limited_keys_stats_count_only_its_scopes(make_caller, caller):
     limited = make_caller(tenant=caller.tenant, scopes=["paper:"])
+    caller.upsert({"doc#config": TEXT}, scopes=["*"])  # served in every scope (docs/scopes.md)
     _trail(caller, scope="default")
     _trail(caller, scope="paper:7")
     caller.record(query="Something else entirely?", cited=["doc#config"], scope="default", accepted=None)

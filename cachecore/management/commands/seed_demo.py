@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from cachecore.demo import seed_demo_data
-from tenants.models import Role, Tenant
+from tenants.models import Role, Tenant, all_key_permissions
 from tenants.services import api_key_create, operator_create, tenant_create
 
 DEMO_EMAIL = "demo@trailcache.local"
@@ -53,7 +53,9 @@ class Command(BaseCommand):
         password, new = demo_password()
         if new:
             operator_create(email=DEMO_EMAIL, password=password, tenant=tenant, role=Role.ADMIN, superuser=True)
-        _, raw = api_key_create(tenant=tenant, name="demo (make run)", actor_label="cli:seed_demo")
+        # The local demo's key may do everything (a development convenience, TRAILCACHE_DEV only).
+        _, raw = api_key_create(tenant=tenant, name="demo (make run)", actor_label="cli:seed_demo",
+                                permissions=all_key_permissions())
         if not options["no_data"]:
             seeded = seed_demo_data(tenant=tenant)
             if seeded:

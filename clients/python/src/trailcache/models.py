@@ -41,6 +41,8 @@ class SectionIn(_Request):
     id: str = Field(min_length=1, max_length=512)
     text: str | None = None
     hash: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
+    # The scope prefixes that may see it (["*"]: every scope); omitted: the server's default.
+    scopes: list[str] | None = None
 
 
 class SectionsUpsert(_Request):
@@ -112,6 +114,8 @@ class SectionOut(_Response):
     hash: str
     text: str | None
     updated_at: datetime
+    # Shown to keys without scope limits only.
+    scopes: list[str] | None = None
 
 
 class TrailRecordResult(_Response):
@@ -121,7 +125,8 @@ class TrailRecordResult(_Response):
 
 class CitationOut(_Response):
     id: str
-    hash: str
+    # None for a key with scope limits when the section is not visible to it now.
+    hash: str | None
 
 
 class TrailOut(_Response):
