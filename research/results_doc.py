@@ -43,7 +43,7 @@ PLOTS = {
     "eval/latest/cost.png": "eval-cost.png",
     "eval/latest/staleness.png": "eval-staleness.png",
     "matching/latest/trade-off.png": "matching-trade-off.png",
-    "replay/latest/replay.png": "calibration-replay.png",
+    "replay/celery-noise0.1/replay.png": "calibration-replay.png",
 }
 
 BLOCK = re.compile(r"(<!-- latest: (?P<path>[^ ]+) -->\n)(?P<body>.*?)(<!-- /latest -->)", re.S)

@@ -6,6 +6,9 @@ side only, so nothing tuned on calibration data has seen a held-out question.
   text (so no question is on both sides).
 - Python FAQ set (``tests/data/eval``): groups are the FAQ entry ids (an original, its
   paraphrases, its distinct and close-but-different questions).
+- Celery hard set (``tests/data/eval/celery_hard.jsonl``): groups are the items' ``topic``
+  (one page, or one part of a long page such as the configuration reference), so every
+  question written from one topic is on one side.
 
 A group is held out when the first 8 hex digits of sha256(group key), as an integer, modulo
 10 are below ``HELD_OUT_TENTHS`` (30 %). Never tune a constant on the held-out side.
@@ -82,3 +85,8 @@ def qqp_side(side: str, path: Path = QQP_PATH) -> Iterator[QQPPair]:
 def faq_side(question_id: str) -> str:
     """Side of a Python FAQ entry (``faq-general-001``) and everything written from it."""
     return side_of("faq:" + question_id)
+
+
+def celery_side(topic: str) -> str:
+    """Side of a Celery hard-set topic (``tasks-retry``) and every item written from it."""
+    return side_of("celery:" + topic)

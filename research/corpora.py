@@ -1,0 +1,108 @@
+"""The documentation corpora of the replay studies and their question sets, in one shape.
+
+- ``faq``: the Python 3.11 docs (Debian ``python3.11-doc``, reST ``_sources``) with the FAQ set
+  (``tests/data/eval/python_faq.jsonl`` + ``python_faq_hard.jsonl``); groups are FAQ entry ids.
+- ``celery``: the Celery 5.2.6 docs (Debian ``python-celery-doc``, Sphinx HTML) with the
+  hand-written hard set ``tests/data/eval/celery_hard.jsonl``; groups are the items' topics.
+
+An item is one recorded question with its gold section(s), its same-need rewordings and its
+close-but-different questions; the side (calibration / held-out) comes from
+``research.splits``. Research only: product code never imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from research.splits import REPO_ROOT, celery_side, faq_side
+
+EVAL_DIR = REPO_ROOT / "tests" / "data" / "eval"
+FAQ_SET = EVAL_DIR / "python_faq.jsonl"
+FAQ_HARD = EVAL_DIR / "python_faq_hard.jsonl"
+CELERY_SET = EVAL_DIR / "celery_hard.jsonl"
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
+CELERY_DOCS = Path("/usr/share/doc/python-celery-doc/html")
+# The Celery HTML tree without the reST copies (_sources), highlighted code (_modules), static
+# files and the generated index/search pages.
+CELERY_SUBTREES = (
+    "userguide", "getting-started", "django", "tutorials", "reference", "internals", "history",
+    "faq.html", "glossary.html", "whatsnew-5.2.html", "community.html", "contributing.html",
+    "copyright.html",
+)
+KINDS = frozenset({"parameter", "object", "version", "direction", "comparison", "false_premise", "other"})
+
+
+@dataclass(frozen=True)
+class Close:
+    """A close-but-different question: same topic words, another need (unless the source
+    section answers it anyway)."""
+    question: str
+    kind: str
+    answered_by_source: bool
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    group: str
+    side: str
+    question: str
+    gold: tuple[str, ...]
+    same_need: tuple[str, ...]
+    close: tuple[Close, ...]
+
+    def same_need_at(self, index: int) -> str:
+        """The rewording a round uses: round r takes the (r-1)-th, cycling."""
+        return self.same_need[index % len(self.same_need)]
+
+    def close_at(self, index: int) -> Close | None:
+        return self.close[index % len(self.close)] if self.close else None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    docs: Path
+    subtrees: tuple[str, ...]
+    scope: str
+
+    def items(self) -> list[Item]:
+        return faq_items() if self.name == "faq" else celery_items()
+
+    def available(self) -> bool:
+        return self.docs.is_dir()
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def faq_items(base: Path = FAQ_SET, hard: Path = FAQ_HARD) -> list[Item]:
+    """The Python FAQ entries: the set's paraphrase and the hard set's extra one as the two
+    same-need questions, the hard set's twins as the close-but-different ones."""
+    extra = {d["id"]: d for d in _jsonl(hard)}
+    out = []
+    for e in _jsonl(base):
+        h = extra.get(e["id"], {})
+        out.append(Item(
+            id=e["id"], group=e["id"], side=faq_side(e["id"]), question=e["question"], gold=tuple(e["gold"]),
+            same_need=tuple(e.get("paraphrases", []) + h.get("paraphrases_extra", [])),
+            close=tuple(Close(t["question"], t["kind"], bool(t["answered_by_source"])) for t in h.get("twins", [])),
+        ))
+    return out
+
+
+def celery_items(path: Path = CELERY_SET) -> list[Item]:
+    return [Item(
+        id=d["id"], group=d["topic"], side=celery_side(d["topic"]), question=d["question"], gold=(d["gold"],),
+        same_need=tuple(d["same_need"]),
+        close=tuple(Close(c["question"], c["kind"], bool(c["answered_by_source"])) for c in d["close"]),
+    ) for d in _jsonl(path)]
+
+
+CORPORA = {
+    "faq": Corpus("faq", PYTHON_DOCS, (), "faq"),
+    "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery"),
+}

@@ -1,0 +1,98 @@
+"""The replay harness on a tiny slice of the Celery corpus (one page, a few items, 2 rounds)
+against the real database and model, over the REST API and through the services: the report's
+shape, and counts that add up."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from research.calibration_replay import RoundCounts, other_section, replay, table
+from research.corpora import CELERY_DOCS, Corpus, celery_items
+from research.splits import CALIBRATION, HELD_OUT
+
+PAGE = "userguide/tasks.html"
+
+
+def test_other_section_stays_on_the_gold_page():
+    rng = random.Random(0)
+    by_page = {"a.html": ["a.html#x", "a.html#y", "a.html#z"], "b.html": ["b.html#only"]}
+    all_ids = ["a.html#x", "a.html#y", "a.html#z", "b.html#only"]
+    picks = {other_section(["a.html#x"], by_page, all_ids, rng) for _ in range(50)}
+    assert picks == {"a.html#y", "a.html#z"}
+    # A page with no other section: any other section of the corpus.
+    assert other_section(["b.html#only"], by_page, all_ids, rng) in {"a.html#x", "a.html#y", "a.html#z"}
+
+
+@pytest.fixture(scope="module")
+def tiny_reports(tmp_path_factory, django_db_blocker):
+    """The tiny replay over the REST API and through the services, same slice and seed."""
+    assert CELERY_DOCS.is_dir(), "Debian's python-celery-doc is needed (scripts/test.sh installs it)"
+    corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery")
+    reports = {}
+    with django_db_blocker.unblock():
+        for via in ("rest", "services"):
+            out = tmp_path_factory.mktemp(via)
+            reports[via] = (out, replay(corpus=corpus, rounds=2, noise=0.5, seed=3, out=out, limit=LIMIT,
+                                        plot_png=True, via=via))
+    return reports
+
+
+LIMIT = 4
+
+
+@pytest.mark.parametrize("via", ["rest", "services"])
+def test_replay_on_a_tiny_slice(tiny_reports, via):
+    out, report = tiny_reports[via]
+    on_page = [i for i in celery_items() if i.gold[0].startswith(PAGE + "#")]
+    assert json.loads((out / "report.json").read_text()) == report
+    assert (out / "replay.png").stat().st_size > 1000
+    assert report["corpus"] == "celery" and report["headline_side"] == HELD_OUT and report["via"] == via
+    assert report["items"] == LIMIT and len(on_page) >= LIMIT
+    assert sum(report["items_by_side"].values()) == LIMIT
+    assert set(report["items_by_side"]) == {HELD_OUT, CALIBRATION}
+    assert report["sections"] > 20
+    assert [r["round"] for r in report["rounds"]] == [1, 2]
+    # The cut a round starts from is the one the previous round left.
+    assert report["rounds"][1]["prefetch_cut_before"] == report["rounds"][0]["prefetch_cut_after"]
+    assert report["rounds"][0]["prefetch_cut_before"] == report["defaults"]["prefetch_confidence"]
+    for row in report["rounds"]:
+        assert row["suggestion"]["current_prefetch_confidence"] == row["prefetch_cut_before"]
+        for side, f in row["sides"].items():
+            n_items = report["items_by_side"][side]
+            same, hinted = f["same_need_own_prefetch"], f["same_need_own_prefetch_or_hint"]
+            assert same["n"] == hinted["n"] == n_items
+            assert same["k"] <= hinted["k"] <= n_items
+            close, answered = f["close_any_prefetch"], f["close_answered_own_prefetch"]
+            assert close["n"] + answered["n"] == n_items  # every item has a close question per round
+            assert f["close_prefetch_own_trail"] <= close["k"] <= close["n"]
+            assert sum(f["false_prefetch_by_kind"].values()) == close["k"]
+            outcomes = f["outcomes"]
+            assert sum(v for k, v in outcomes.items() if k.startswith("same_need:")) == n_items
+            assert sum(v for k, v in outcomes.items() if k.startswith("close:")) == n_items
+            assert set(outcomes) <= {f"{kind}:{o}" for kind in ("same_need", "close")
+                                     for o in ("prefetch", "hint", "miss")}
+            for p in (same, hinted, close):
+                lo, hi = p["ci95"]
+                assert 0.0 <= lo <= hi <= 1.0
+    printed = table(report["rounds"], HELD_OUT)
+    assert printed.count("\n") == 1 + len(report["rounds"])
+
+
+def test_rest_and_services_decide_the_same(tiny_reports):
+    """The REST views add auth, throttling and serialisation around the same services."""
+    rest, services = (tiny_reports[v][1]["rounds"] for v in ("rest", "services"))
+    assert [r["sides"] for r in rest] == [r["sides"] for r in services]
+    assert [r["prefetch_cut_after"] for r in rest] == [r["prefetch_cut_after"] for r in services]
+
+
+def test_round_counts_figures_are_proportions():
+    c = RoundCounts(same_need=4, same_own_prefetch=1, same_own_prefetch_or_hint=3, close=2, close_prefetch=1,
+                    close_prefetch_own=1)
+    f = c.figures()
+    assert f["same_need_own_prefetch"]["rate"] == 0.25
+    assert f["same_need_own_prefetch_or_hint"]["k"] == 3
+    assert f["close_any_prefetch"]["rate"] == 0.5
+    assert f["close_answered_own_prefetch"]["rate"] is None
