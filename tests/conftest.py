@@ -1,9 +1,12 @@
-"""Shared fixtures: tenants, API keys and clients against the real PostgreSQL."""
+"""Shared fixtures: tenants, API keys and clients against the real PostgreSQL, and the
+background-work fixtures (a broker that is down, the media root in a temp folder, running
+queued jobs by their task body) that tests/background and tests/cachecore/services turn on."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,3 +150,59 @@ def own_broker(own_redis: Any, settings: Any) -> Any:
     """``own_redis`` as the broker (what the breaker and the rate limits talk to)."""
     settings.CELERY_BROKER_URL = own_redis.url
     return own_redis
+
+
+def use_broker(url: str) -> None:
+    """Point the Celery app's publisher at ``url`` (drops its cached connection pools)."""
+    from config.celery import app as celery_app
+
+    celery_app.conf.broker_url = url
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broker_down() -> Iterator[str]:
+    """Nothing listens at the broker URL: publishing fails fast, job rows stay queued and
+    tests run them by calling the task body (autouse in tests/background and
+    tests/cachecore/services)."""
+    from config.celery import app as celery_app
+    from tests.redis_server import free_port
+
+    original = celery_app.conf.broker_url
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    use_broker(url)
+    yield url
+    use_broker(original)
+
+
+@pytest.fixture
+def media_root(tmp_path: Path, settings: Any) -> Path:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def run_jobs() -> Callable[[], int]:
+    """Run every queued job now through the task body (as a worker would). Returns jobs run."""
+    from cachecore.models import Job, JobStatus
+    from cachecore.tasks import job_run
+
+    def run() -> int:
+        ran = 0
+        for job_id in Job.objects.filter(status=JobStatus.QUEUED).order_by("created_at").values_list("pk", flat=True):
+            job_run(str(job_id))
+            ran += 1
+        return ran
+
+    return run
+
+
+@pytest.fixture
+def redis_server() -> Iterator[Any]:
+    """A redis-server of this test's own, not started yet (``own_redis`` is a started one)."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer()
+    yield server
+    server.stop()

@@ -9,7 +9,7 @@ from django.test import Client
 from cachecore.models import Job, JobKind, JobStatus, Trail
 from tenants.models import AuditAction, AuditEntry, Role
 from tenants.services import operator_create
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 pytestmark = pytest.mark.django_db
 

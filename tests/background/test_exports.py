@@ -16,7 +16,7 @@ from cachecore.models import Job, JobStatus, TrailStatus
 from cachecore.services.exports import export_path
 from cachecore.services.retention import retention_sweep
 from tenants.models import AuditAction, AuditEntry
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 pytestmark = pytest.mark.django_db
 

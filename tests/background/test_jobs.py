@@ -14,7 +14,7 @@ from cachecore.services import jobs as jobs_module
 from cachecore.services.jobs import job_create, job_execute, jobs_requeue
 from cachecore.tasks import job_run
 from config.celery import app as celery_app
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 TEXT = "Acme reads its configuration from /etc/acme/acme.toml. It reloads it on SIGHUP."
 

@@ -18,7 +18,7 @@ from django.db import connection
 
 from cachecore.models import Job, JobKind, JobStatus, Section
 from tests.background.conftest import RedisServer, use_broker
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 pytestmark = [pytest.mark.live_broker, pytest.mark.django_db(transaction=True)]
 

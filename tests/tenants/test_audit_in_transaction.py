@@ -17,7 +17,7 @@ from cachecore.services.trails import trail_set_status, trails_purge
 from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create, api_key_revoke, tenant_settings_update
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

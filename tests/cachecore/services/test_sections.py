@@ -8,7 +8,7 @@ import pytest
 from cachecore.models import Job, JobKind, Section, Trail, TrailStatus
 from cachecore.services.sections import section_chunks_compute, sections_upsert
 from tenants.caller import tenant_caller
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 TEXT = "Set the timeout in the configuration file. The default is thirty seconds."
 

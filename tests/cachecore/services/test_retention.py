@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from cachecore.models import Citation, DailyStat, RecallEvent, Trail, TrailStatus
 from cachecore.services.retention import retention_sweep, tenant_retention_sweep
-from tests.background.factories import make_recall_event, make_trail
+from tests.factories import make_recall_event, make_trail
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from cachecore.engine.recall_counts import RECALL_COUNTS, count_events
 from cachecore.models import DailyStat, MissReason, RecallEvent, RecallOutcome
 from cachecore.selectors.stats import recall_counts
 from cachecore.services.rollups import stats_rollup_tenant
-from tests.background.factories import make_recall_event
+from tests.factories import make_recall_event
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from cachecore.models import DailyStat, RecallEvent
 from cachecore.selectors.recalls import recall_daily_counts
 from cachecore.services.rollups import stats_rollup, stats_rollup_tenant
 from tenants.caller import tenant_caller
-from tests.background.factories import make_recall_event
+from tests.factories import make_recall_event
 
 pytestmark = pytest.mark.django_db
 

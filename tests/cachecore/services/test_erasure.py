@@ -13,7 +13,7 @@ from cachecore.services.exports import export_request
 from cachecore.services.subjects import subject_hash
 from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
-from tests.background.factories import make_recall_event, make_trail
+from tests.factories import make_recall_event, make_trail
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from cachecore.filtersets import TrailFilterSet
 from cachecore.models import Trail
 from cachecore.selectors.trail_filters import INSTANT_ERROR, instant, status_valid, trail_filter
 from cachecore.services.exports import _instant, export_trails
-from tests.background.factories import make_trail
+from tests.factories import make_trail
 
 
 def test_a_bare_date_is_that_utc_day():
