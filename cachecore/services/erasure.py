@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from cachecore.embedding import forget_subject_queries
 from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
@@ -47,6 +48,7 @@ def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any 
                      "recall_events": event_counts.get(RecallEvent._meta.label, 0),
                      "exports_deleted": exports_deleted},
         )
+    forget_subject_queries(tenant=tenant.pk, subject=subject)
     return deleted
 
 

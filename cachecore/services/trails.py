@@ -65,7 +65,7 @@ def trail_record(
             raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
     normalised = normalise_query(query)
     embedder = get_embedder()
-    embedding = embedder.embed_one(normalised)
+    embedding = embedder.embed_query(normalised, tenant=tenant.pk, subject=subject)
     source = (signal or {}).get("source") or ""
     accepted = (signal or {}).get("accepted")
     positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited)

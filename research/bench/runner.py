@@ -103,7 +103,8 @@ def _data_shape() -> dict[str, int]:
 
 def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print-like callable
     started = time.perf_counter()
-    params = seed.SeedParams(trails=cfg.trails, tenants=cfg.tenants, real_trails=cfg.resolved_real_trails())
+    params = seed.SeedParams(trails=cfg.trails, tenants=cfg.tenants, real_trails=cfg.resolved_real_trails(),
+                             model=get_embedder().version)
     stored = None if cfg.reseed else seed.seeded(params)
     if stored is None:
         log(f"seeding {cfg.trails} trails × {cfg.tenants} tenants into {connection.settings_dict['NAME']} …")
