@@ -74,20 +74,21 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
             with Progress(f"round {r}", len(order)) as bar:
                 for p in order:
                     result = recall(tenant=tenant, scope=SCOPE, query=p.query)
+                    answer = result.answer
                     source = trail_of.get(p.group)
                     same_need = p.answered_by_source
                     if p.kind.startswith("paraphrase"):
                         counts["paraphrases"] += 1
-                        counts["own_prefetch"] += result.outcome == "prefetch" and result.trail_id == source
+                        counts["own_prefetch"] += answer.outcome == "prefetch" and answer.trail_id == source
                     elif not p.answered_by_source:
                         counts["twins"] += 1
-                        counts["twin_prefetch"] += result.outcome == "prefetch"
+                        counts["twin_prefetch"] += answer.outcome == "prefetch"
                     cites_source = same_need != (rng.random() < noise)
                     cited = gold[p.group] if cites_source and gold[p.group] else [
                         rng.choice([i for i in ids[:200] if i not in gold[p.group]])]
                     trail_record(tenant=tenant, scope=SCOPE + "-labels", query=p.query, steps=[],
                                           cited=cited, signal=None, recall_id=result.recall_id)
-                    counts["labels"] += result.outcome != "miss"
+                    counts["labels"] += answer.outcome != "miss"
                     bar.step()
             tenant.refresh_from_db()
             row = {

@@ -7,7 +7,7 @@ Runs on a database of its own (``trailcache_webpath`` on the embedded server, or
 ``DATABASE_URL``'s server), seeded once with one tenant, 40 sections and 200 trails.
 
 1. **In-process split** (no network): ``POST /api/v1/recall`` through the WSGI application,
-   called directly, against the recall service's own timings (``RecallResult.timings``):
+   called directly, against the recall service's own timings (``RecallResult.diagnostics.timings``):
    web = request total − service total (middleware, API-key auth, throttle, DRF parsing and
    validation, JSON rendering). Also the web path alone, with the service replaced by a canned
    answer; ``--profile`` prints that path's top functions (cProfile).
@@ -127,6 +127,8 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     from django.core.wsgi import get_wsgi_application
 
     import api.views.core as core
+    from cachecore.engine.decide import Reason, RecallDecision
+    from cachecore.engine.outcome import Outcome
     from cachecore.services.recall import RecallResult
 
     app = get_wsgi_application()
@@ -136,7 +138,7 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     def timed(**kw):  # noqa: ANN003, ANN202
         t0 = time.perf_counter()
         result = real(**kw)
-        seen.append({**result.timings, "service": time.perf_counter() - t0})
+        seen.append({**result.diagnostics.timings, "service": time.perf_counter() - t0})
         return result
 
     bodies = [json.dumps({"scope": "web", "query": question(i, 1 + i % 2) + f" #{i}"}).encode() for i in range(n)]
@@ -157,7 +159,7 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     web = [t - s["service"] * 1000 for t, s in zip(totals, seen)]
     phases = {p: _med(ms([s.get(p, 0.0) for s in seen])) for p in seen[0]} if seen else {}
 
-    canned = RecallResult(recall_id="00000000-0000-0000-0000-000000000000", outcome="miss", reason="no_candidates")
+    canned = RecallResult("00000000-0000-0000-0000-000000000000", RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE))
     core.recall = lambda **kw: canned
     prof = cProfile.Profile() if profile else None
     try:

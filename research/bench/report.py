@@ -74,8 +74,8 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
     if path.startswith("http.recall_c1."):
         stat = path.rsplit(".", 1)[1]
         web = max(0.0, (get(report, path) or 0.0) - (get(report, f"recall.included.{stat}") or included))
-        return (f"services.recall takes {included:.1f} ms in-process (p50), {emb:.1f} ms of it the embedding (its search "
-                f"{search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
+        return (f"services.recall takes {included:.1f} ms in-process (p50), {emb:.1f} ms of it the embedding "
+                f"(its search {search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
                 f"authentication, JSON) adds {web:.1f} ms at the same percentile", model_step)
     if path == "http.recall_c8.per_s":
         per = get(report, "http.recall_c1.p50_ms") or included

@@ -96,7 +96,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     """``services.recall`` itself, as a client calls it (embedding, the snapshot's reads, the
     resolver, scoring, the log write): its percentiles, by search path, the same without the
     embedding, and each phase's percentiles from the timings the service keeps for its metrics
-    (``RecallResult.timings``). The query-vector cache is emptied before each call: every figure
+    (``RecallResult.diagnostics``). The query-vector cache is emptied before each call: every figure
     holds the model's own time (a repeated question skips it)."""
     embedder = get_embedder()
     samples: list[float] = []
@@ -112,11 +112,12 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
         ms = (time.perf_counter() - t0) * 1000
         samples.append(ms)
         by_path[q.path].append(ms)
-        without_embedding.append(ms - result.timings.get("embedding", 0.0) * 1000)
-        for phase, seconds in result.timings.items():
+        timings = result.diagnostics.timings
+        without_embedding.append(ms - timings.get("embedding", 0.0) * 1000)
+        for phase, seconds in timings.items():
             if phase != "total":
                 by_phase.setdefault(phase, []).append(seconds * 1000)
-        outcomes[result.outcome] += 1
+        outcomes[str(result.answer.outcome)] += 1
     return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
             "without_embedding": percentiles(without_embedding),
             "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes)}
@@ -180,7 +181,7 @@ def time_embedding(texts: list[str], *, batch_size: int = 32) -> dict:
     one: list[float] = []
     for t in normalised:
         t0 = time.perf_counter()
-        embedder.embed_one(t, cache=False)  # the model's own time, never the query-vector cache
+        embedder.embed_one(t)  # the model's own time, never the query-vector cache
         one.append((time.perf_counter() - t0) * 1000)
     batch_texts = (normalised * (1 + (4 * batch_size) // max(1, len(normalised))))[: 4 * batch_size]
     t0 = time.perf_counter()

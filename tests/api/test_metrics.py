@@ -36,8 +36,8 @@ def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its
     from cachecore.services.recall import recall
 
     result = recall(tenant=make_tenant(), scope="default", query="anything at all")
-    assert set(result.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
-    assert set(metrics.PHASES) <= set(result.timings)
+    assert set(result.diagnostics.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
+    assert set(metrics.PHASES) <= set(result.diagnostics.timings)
 
 
 @pytest.mark.django_db(transaction=True)

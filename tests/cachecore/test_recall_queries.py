@@ -30,8 +30,8 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
         recall(tenant=tenant, scope="default", query="warm the scope-size cache")
         with django_assert_max_num_queries(8):
             result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
-        assert result.outcome == "prefetch"
-    assert len(result.trails) == 5 and len(result.sections) == 40
+        assert result.answer.outcome == "prefetch"
+    assert len(result.answer.trails) == 5 and len(result.answer.sections) == 40
 
 
 def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tenant):
@@ -51,7 +51,7 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
 
     before = hot_updates()
     result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
-    assert result.outcome == "prefetch"
+    assert result.answer.outcome == "prefetch"
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)
     assert hot_updates() - before == 1
