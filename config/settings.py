@@ -182,6 +182,9 @@ REST_FRAMEWORK = {
 # Requests per minute per API key and per tenant (every key of it together); 0: no limit.
 TRAILCACHE_RATE_PER_KEY_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", 6000, minimum=0)
 TRAILCACHE_RATE_PER_TENANT_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", 12000, minimum=0)
+# An API key that authenticated is answered from the process's memory this many seconds (0: off):
+# a revoked key is refused by every process within them (api/authentication.py).
+TRAILCACHE_API_KEY_CACHE_SECONDS = env_int("TRAILCACHE_API_KEY_CACHE_SECONDS", 5, minimum=0)
 # Exports queued or running at once per tenant; one more is answered 429.
 TRAILCACHE_MAX_ACTIVE_EXPORTS = env_int("TRAILCACHE_MAX_ACTIVE_EXPORTS", 3, minimum=1)
 
