@@ -216,9 +216,12 @@ _WRITE_SQL = """
 
 def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
            latency_ms: float, shadow: bool = False) -> uuid.UUID:
-    """Stale marks, hit counters and the log entry in one statement. The recall's writes may be
-    lost in a crash (read-time checks redo a stale mark); not waiting for the WAL flush saves a
-    disk sync."""
+    """Stale marks, hit counters and the log entry in one statement, one round trip outside a
+    caller's transaction. Not waiting for the WAL flush saves a disk sync: a crash of the
+    database server may lose the last recalls' writes (at most ``wal_writer_delay`` × 3, 600 ms
+    by default), all of a recall's or none: its log entry, its hit counts and its stale marks
+    (read-time checks redo a stale mark). A record naming a lost recall_id is refused as
+    unknown (400)."""
     recall_id = uuid.uuid4()
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
@@ -237,10 +240,16 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     }
     for attempt in (1, 2):
         try:
-            with transaction.atomic():
-                with connection.cursor() as cur:
+            if connection.in_atomic_block:
+                # Inside a caller's transaction: a savepoint of its own, so a retry is possible.
+                with transaction.atomic(), connection.cursor() as cur:
                     cur.execute("SET LOCAL synchronous_commit = off")
                     cur.execute(_WRITE_SQL, params)
+            else:
+                # One round trip: PostgreSQL runs a multi-statement query as one implicit
+                # transaction, in which SET LOCAL holds (client-side binding sends it whole).
+                with connection.cursor() as cur:
+                    cur.execute("SET LOCAL synchronous_commit = off; " + _WRITE_SQL, params)
             break
         except OperationalError as exc:
             # Another writer locked the same trails in the other order: the statement is

@@ -55,3 +55,30 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)
     assert hot_updates() - before == 1
+
+
+def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flush_wait(transactional_db,
+                                                                                       make_tenant):
+    """A recall's own write, outside any caller's transaction: one round trip (SET LOCAL and the
+    statement in one implicit transaction), committed, with synchronous_commit off only for it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from cachecore.models import RecallEvent, Trail
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    recall(tenant=tenant, scope="default", query="warm the scope-size cache")
+    with CaptureQueriesContext(connection) as captured:
+        result = recall(tenant=tenant, scope="default", query=query)
+    assert not connection.in_atomic_block
+    writes = [q["sql"] for q in captured.captured_queries if "cachecore_recallevent" in q["sql"]]
+    assert len(writes) == 1 and writes[0].startswith("SET LOCAL synchronous_commit = off; ")
+    assert captured.captured_queries[-1]["sql"] == writes[0]  # no COMMIT or savepoint after it
+    event = RecallEvent.objects.get(pk=result.recall_id)  # committed: another transaction reads it
+    assert event.outcome == "prefetch" and str(event.trail_id) == result.answer.trail_id
+    assert Trail.objects.get(pk=result.answer.trail_id).hits == 1
+    with connection.cursor() as cur:
+        cur.execute("SHOW synchronous_commit")
+        assert cur.fetchone()[0] == "on"  # the setting did not outlive the write
