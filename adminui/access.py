@@ -54,15 +54,17 @@ def console_view(capability: str, *, methods: Sequence[str] = ("GET", "HEAD"), a
             if slug == ALL_TENANTS:
                 if not all_tenants:
                     raise Http404("one tenant at a time here")
-                request.access = operator_access(user=request.user, tenant_slug=None, capability=capability)
-                if request.access.role != SUPERUSER:
+                access = operator_access(user=request.user, tenant_slug=None, capability=capability)
+                if access.role != SUPERUSER:
                     raise Http404("all tenants: superusers only")
                 request.all_tenants = True
             else:
-                request.access = operator_access(user=request.user, tenant_slug=slug or landing_tenant_slug(request),
-                                                 capability=capability)
-            request.caller = caller_for_operator(user=request.user, tenant=request.access.tenant,
-                                                 role=request.access.role)
+                access = operator_access(user=request.user, tenant_slug=slug or landing_tenant_slug(request),
+                                         capability=capability)
+            # One object: the operator's Caller is the request's access too (tenant, role,
+            # tenants, capabilities) — what views read through and what services restrict by.
+            request.caller = request.access = caller_for_operator(
+                user=request.user, tenant=access.tenant, role=access.role, tenants=access.tenants)
             try:
                 response = view(request, *args, **kwargs)
             except DomainError as exc:

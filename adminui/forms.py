@@ -8,7 +8,8 @@ from django import forms
 from django.db import models
 from django.forms.models import fields_for_model
 
-from tenants.models import AuditAction, KeyPermission, Tenant
+from tenants.models import DEFAULT_KEY_PERMISSIONS, AuditAction, KeyPermission, Tenant, default_key_permissions
+from tenants.scopes import scope_prefix_problem
 from tenants.services import SETTINGS_FIELDS
 from tenants.settings_diff import SECRET_SETTINGS
 
@@ -81,22 +82,23 @@ class ApiKeyCreateForm(forms.Form):
     )
     scope_prefixes = forms.CharField(
         required=False, widget=forms.TextInput(attrs={"class": "input", "placeholder": "group:, paper:"}),
-        help_text="Comma-separated. Empty: the key may use every scope.",
+        help_text="Comma-separated, each ending in “:” or “/” (group:, paper/). Empty: the key may use every scope.",
     )
 
     permissions = forms.MultipleChoiceField(
-        required=False, choices=KeyPermission.choices, initial=KeyPermission.values,
+        required=False, choices=KeyPermission.choices, initial=default_key_permissions,
         widget=forms.SelectMultiple(attrs={"class": "input", "size": len(KeyPermission.values)}),
-        help_text="What the key may do (all selected: everything). Ctrl/⌘-click to change the selection; "
-        "a form posted without this list (a script, say) gives every permission.",
+        help_text="What the key may do. Least privilege by default: "
+        f"{', '.join(DEFAULT_KEY_PERMISSIONS)} (no section writes, exports or erasure). Ctrl/⌘-click to "
+        "change the selection; a form posted without this list (a script, say) gets that default.",
     )
-    # Rendered by the page: tells "nothing ticked" apart from "no list sent" (→ every permission).
+    # Rendered by the page: tells "nothing ticked" apart from "no list sent" (→ the default).
     permissions_shown = forms.BooleanField(required=False, widget=forms.HiddenInput, initial=True)
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
         if not data.get("permissions_shown"):
-            data["permissions"] = list(KeyPermission.values)
+            data["permissions"] = default_key_permissions()
         elif not data.get("permissions"):
             self.add_error("permissions", "Choose at least one permission (or revoke the key instead).")
         return data
@@ -106,6 +108,9 @@ class ApiKeyCreateForm(forms.Form):
         prefixes = [p.strip() for p in raw.replace("\n", ",").split(",") if p.strip()]
         if any(len(p) > 200 for p in prefixes):
             raise forms.ValidationError("A scope prefix has at most 200 characters.")
+        problems = [problem for problem in map(scope_prefix_problem, prefixes) if problem]
+        if problems:
+            raise forms.ValidationError(problems)
         return prefixes
 
 

@@ -40,7 +40,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
                         headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
     if isinstance(exc, DomainError):
         body = {"error": exc.code, "detail": exc.message, "fields": exc.fields, **exc.extra}
-        return Response(body, status=exc.status_code)
+        retry_after = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+        return Response(body, status=exc.status_code, headers=headers)
     if isinstance(exc, RequestDataTooBig):
         return Response({"error": "payload_too_large", "detail": str(exc), "fields": {}}, status=413)
     if isinstance(exc, exceptions.ValidationError):

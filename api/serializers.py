@@ -11,6 +11,10 @@ from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
+from tenants.scopes import EVERY_SCOPE
+
+# Scope entries one section may carry.
+MAX_SECTION_SCOPES = 50
 
 
 def _scope_field(**kwargs: Any) -> StrictCharField:
@@ -33,6 +37,16 @@ class SectionInSerializer(serializers.Serializer):
     text = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SECTION_TEXT_CHARS)
     hash = StrictCharField(
         required=False, validators=[RegexValidator(r"^[0-9a-fA-F]{64}$", "Must be a sha256 hex digest.")]
+    )
+    scopes = serializers.ListField(
+        child=StrictCharField(max_length=200, validators=[RegexValidator(
+            rf"^(?:\{EVERY_SCOPE}|{limits.SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})$",
+            "A section scope is a scope prefix ([A-Za-z0-9._:/-]{1,200}) or * (every scope).")]),
+        required=False, max_length=MAX_SECTION_SCOPES,
+        help_text="The scope prefixes that may see this section (the prefix rule of API keys); [\"*\"]: every "
+        "scope. Omitted: a new section of a key without scope limits is for such keys only ([]), one of a "
+        "scope-limited key belongs to that key's prefixes, an existing section keeps its scopes. A scope-limited "
+        "key may give only prefixes within its own.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +73,17 @@ class SectionOutSerializer(serializers.Serializer):
     hash = serializers.CharField(source="sha256")
     text = serializers.CharField(allow_null=True)
     updated_at = serializers.DateTimeField()
+    scopes = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="The scope prefixes that may see it ([\"*\"]: every scope; []: keys without scope limits "
+        "only). Shown to keys without scope limits only.",
+    )
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if not self.context.get("show_scopes"):
+            data.pop("scopes", None)
+        return data
 
 
 class StepSerializer(serializers.Serializer):
@@ -97,7 +122,10 @@ class TrailRecordResultSerializer(serializers.Serializer):
 
 class CitationOutSerializer(serializers.Serializer):
     id = serializers.CharField()
-    hash = serializers.CharField()
+    hash = serializers.CharField(
+        allow_null=True, help_text="The hash recorded; null for a key with scope limits when the section is not "
+        "visible to it now (as for an id that does not exist).",
+    )
 
 
 class TrailOutSerializer(serializers.Serializer):

@@ -23,6 +23,7 @@ from cachecore.services.recall import recall
 from cachecore.services.rollups import stats_rollup_tenant
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 from tenants.models import DEFAULT_COVERAGE_FLOOR, Tenant
 from tenants.services import tenant_settings_update
 
@@ -164,16 +165,16 @@ def _compliance_history(*, tenant: Tenant) -> None:
     """Once per tenant: an export of the premium scope and one subject's erasure, run here as
     the worker would, so the exports page and the audit log have entries to show."""
     if not Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).exists():
-        job = export_request(tenant=tenant, format="csv", scope="group:premium", actor_label=DEMO_ACTOR)
+        job = export_request(caller=tenant_caller(tenant, actor_label=DEMO_ACTOR), format="csv", scope="group:premium")
         job_execute(job_id=str(job.pk))
     if not Job.objects.filter(tenant=tenant, kind=JobKind.SUBJECT_ERASE).exists():
         # A user who asked to be forgotten: their trail and recalls go; only the hash stays.
         question = "Can I move my files to another account?"
-        trail_record(tenant=tenant, scope="default", query=question, cited=["manual/account.md#delete"],
+        trail_record(caller=tenant_caller(tenant), scope="default", query=question, cited=["manual/account.md#delete"],
                               steps=[], signal={"source": "user", "accepted": True}, subject=ERASED_SUBJECT)
         for _ in range(2):
-            recall(tenant=tenant, scope="default", query=question, subject=ERASED_SUBJECT)
-        job = subject_erase_request(tenant=tenant, subject=ERASED_SUBJECT, actor_label=DEMO_ACTOR)
+            recall(caller=tenant_caller(tenant), scope="default", query=question, subject=ERASED_SUBJECT)
+        job = subject_erase_request(caller=tenant_caller(tenant, actor_label=DEMO_ACTOR), subject=ERASED_SUBJECT)
         job_execute(job_id=str(job.pk))
 
 
@@ -189,11 +190,11 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     if tenant.coverage_floor == DEFAULT_COVERAGE_FLOOR:
         # A stricter floor than the default: thinly covered prefetches become escalated hints.
         tenant_settings_update(tenant=tenant, changes={"coverage_floor": DEMO_COVERAGE_FLOOR}, actor_label=DEMO_ACTOR)
-    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
     trails: dict[str, Trail] = {}
     for i, demo in enumerate(TRAILS):
         trails[demo.key] = trail_record(
-            tenant=tenant, scope=demo.scope, query=demo.query, cited=list(demo.cited),
+            caller=tenant_caller(tenant), scope=demo.scope, query=demo.query, cited=list(demo.cited),
             steps=[{"tool": "search", "args": {"q": demo.query}, "returned": list(demo.cited)}],
             signal={"source": "user", "accepted": True}, subject=f"demo-user-{1 + i % 3}",
         )
@@ -211,7 +212,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
         if day == edit_day:
             # A large docs import: the fan-out runs as a background job, so recalls that come
             # before it find every cited hash changed (miss, reason "stale") and mark the trail.
-            sections_upsert(tenant=tenant, sections=EDITS, invalidation="job")
+            sections_upsert(caller=tenant_caller(tenant), sections=EDITS, invalidation="job")
             fan_out = list(Job.objects.filter(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE,
                                               status=JobStatus.QUEUED).values_list("pk", flat=True))
         weekend = (now - timedelta(days=day)).weekday() >= 5
@@ -231,7 +232,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             demo = by_key["delete"]
             asks.append((demo.scope, demo.paraphrases[0], "reject"))
         for scope, query, tag in asks:
-            result = recall(tenant=tenant, scope=scope, query=query,
+            result = recall(caller=tenant_caller(tenant), scope=scope, query=query,
                                      subject=f"demo-user-{rng.randint(1, 4)}")
             made += 1
             when = _at(now, day, rng)
@@ -249,7 +250,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             if tag != "reject" and rng.random() >= 0.35:
                 continue
             # Negative feedback quarantines the trail served, for review in the console.
-            event = feedback_apply(tenant=tenant, recall_id=result.recall_id, accepted=tag != "reject")
+            event = feedback_apply(caller=tenant_caller(tenant), recall_id=result.recall_id, accepted=tag != "reject")
             feedback += 1
             later = when + timedelta(minutes=3)
             RecallEvent.objects.filter(pk=event.pk).update(feedback_at=later)
@@ -260,7 +261,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
                 job_execute(job_id=str(job_id))
     # Recorded an hour ago without a signal: pending, never served until positive feedback arrives.
     pending = trail_record(
-        tenant=tenant, scope="default", query=PENDING_QUERY, cited=["manual/account.md#delete"],
+        caller=tenant_caller(tenant), scope="default", query=PENDING_QUERY, cited=["manual/account.md#delete"],
         steps=[{"tool": "search", "args": {"q": "delete account keep files"},
                 "returned": ["manual/account.md#delete"]}],
         signal=None, subject="demo-user-4",

@@ -78,3 +78,15 @@ class ExportGone(DomainError):
 
     status_code = 410
     code = "gone"
+
+
+class TooManyActive(DomainError):
+    """Too much of the tenant's background work of one kind is queued or running (the export
+    cap): try again after ``retry_after`` seconds (the API sends it as Retry-After)."""
+
+    status_code = 429
+    code = "throttled"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -10,11 +10,13 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 from pgvector.django import HnswIndex, VectorField
 
 from cachecore.embedding import DIMENSIONS, SHIPPED_MODEL_VERSION
 from tenants.models import Tenant
+from tenants.scopes import entries_visible_sql
 
 if TYPE_CHECKING:
     from tenants.caller import Caller
@@ -39,12 +41,16 @@ class CitationQuerySet(ScopedQuerySet):
 
 class SectionQuerySet(models.QuerySet):
     def visible_to(self, caller: Caller) -> SectionQuerySet:
-        """A section has no scope of its own: a caller limited to scope prefixes sees those its
-        scopes' trails cite (others answer as if they did not exist)."""
+        """A section belongs to scopes (``Section.scopes``): a caller limited to scope prefixes
+        sees those with an entry overlapping one of its prefixes, or every scope
+        (``tenants.scopes.entries_visible``); others answer as if they did not exist. Citing a
+        section never makes it visible."""
         rows = self.filter(tenant=caller.tenant)
         if not caller.scope_limited:
             return rows
-        return rows.filter(Exists(Citation.objects.visible_to(caller).filter(section_id=OuterRef("external_id"))))
+        visible = RawSQL(entries_visible_sql('"cachecore_section"."scopes"', "%s::text[]"),
+                         [list(caller.scope_prefixes)], output_field=BooleanField())
+        return rows.filter(visible)
 
 
 class JobQuerySet(models.QuerySet):
@@ -67,6 +73,9 @@ class Section(models.Model):
     # Distinct content terms of the text (engine.evidence.section_terms): recall asks which of
     # the query's terms a cited section holds; document frequencies count them.
     terms = ArrayField(models.TextField(), default=list, blank=True)
+    # The scope prefixes that may see it (``tenants.scopes``: ``["*"]`` every scope; empty: only
+    # tenant-wide callers, in every scope). Checked when read, cited, written and served.
+    scopes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,6 +13,7 @@ from cachecore.models import Section
 from cachecore.services.sections import UpsertResult, section_chunks_compute, sections_upsert
 from docingest.common import DocSection
 from docingest.tree import split_file, split_tree
+from tenants.caller import tenant_caller
 from tenants.models import Tenant
 
 UPSERT_BATCH = 250           # sections per sections_upsert call (the API allows ≤ 1000)
@@ -91,8 +92,8 @@ def upsert_synchronously(*, tenant: Tenant, sections: Sequence[dict[str, str]],
     if chunks not in CHUNK_MODES:
         raise ValueError(f"chunks must be one of {CHUNK_MODES}")
     if chunks == "jobs":
-        return sections_upsert(tenant=tenant, sections=sections)
-    return sections_upsert(tenant=tenant, sections=sections, invalidation="now",
+        return sections_upsert(caller=tenant_caller(tenant), sections=sections)
+    return sections_upsert(caller=tenant_caller(tenant), sections=sections, invalidation="now",
                                     chunks="now" if chunks == "sync" else "later")
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from research.match_calibration import DOCS, SCOPE, load_probes
 from research.splits import REPO_ROOT
+from tenants.caller import tenant_caller
 
 
 def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: float | None = None) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
         for e in entries:
             if gold[e["id"]]:
                 trail = trail_record(
-                    tenant=tenant, scope=SCOPE, query=e["question"],
+                    caller=tenant_caller(tenant), scope=SCOPE, query=e["question"],
                     steps=[{"tool": "search", "args": {"q": e["question"]}, "returned": gold[e["id"]]}],
                     cited=gold[e["id"]], signal={"source": "caller", "accepted": True})
                 trail_of[e["id"]] = str(trail.pk)
@@ -73,7 +74,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
             counts = {"paraphrases": 0, "own_prefetch": 0, "twins": 0, "twin_prefetch": 0, "labels": 0}
             with Progress(f"round {r}", len(order)) as bar:
                 for p in order:
-                    result = recall(tenant=tenant, scope=SCOPE, query=p.query)
+                    result = recall(caller=tenant_caller(tenant), scope=SCOPE, query=p.query)
                     answer = result.answer
                     source = trail_of.get(p.group)
                     same_need = p.answered_by_source
@@ -86,7 +87,7 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
                     cites_source = same_need != (rng.random() < noise)
                     cited = gold[p.group] if cites_source and gold[p.group] else [
                         rng.choice([i for i in ids[:200] if i not in gold[p.group]])]
-                    trail_record(tenant=tenant, scope=SCOPE + "-labels", query=p.query, steps=[],
+                    trail_record(caller=tenant_caller(tenant), scope=SCOPE + "-labels", query=p.query, steps=[],
                                           cited=cited, signal=None, recall_id=result.recall_id)
                     counts["labels"] += answer.outcome != "miss"
                     bar.step()

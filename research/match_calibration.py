@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
+from tenants.caller import tenant_caller
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
@@ -116,7 +117,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
             for e in entries:
                 if gold[e["id"]]:
                     trail = trail_record(
-                        tenant=tenant, scope=SCOPE, query=e["question"],
+                        caller=tenant_caller(tenant), scope=SCOPE, query=e["question"],
                         steps=[{"tool": "search", "args": {"q": e["question"]}, "returned": gold[e["id"]]}],
                         cited=gold[e["id"]], signal={"source": "caller", "accepted": True})
                     trail_of[e["id"]] = str(trail.pk)
@@ -126,7 +127,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
             for p in probes:
                 t0 = time.perf_counter()
-                result = recall(tenant=tenant, scope=SCOPE, query=p.query, explain=True)
+                result = recall(caller=tenant_caller(tenant), scope=SCOPE, query=p.query, explain=True)
                 r = result.answer
                 ms = (time.perf_counter() - t0) * 1000
                 source = trail_of.get(p.group)

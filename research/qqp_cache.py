@@ -33,6 +33,7 @@ from typing import Any
 
 from research.splits import HELD_OUT, QQP_PATH, REPO_ROOT, QQPPair, qqp_pairs
 from research.stats import percentile, proportion
+from tenants.caller import tenant_caller
 
 DEFAULT_OUT = REPO_ROOT / "reports" / "qqp" / "latest"
 SCOPE = "qqp"
@@ -322,7 +323,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     with bar("record trails", len(questions)) as b:
         for sid, q in zip(section_ids, questions):
             trail = trail_record(
-                tenant=tenant, scope=SCOPE, query=q,
+                caller=tenant_caller(tenant), scope=SCOPE, query=q,
                 steps=[{"tool": "search", "args": {"q": q}, "returned": [sid]}],
                 cited=[sid], signal={"source": "caller", "accepted": True})
             trail_of[normalise_query(q)] = str(trail.pk)
@@ -337,7 +338,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     with bar("recall", len(sample.pairs)) as b:
         for s in sample.pairs:
             t_call = time.perf_counter()
-            answered = recall(tenant=tenant, scope=SCOPE, query=s.pair.b, explain=config.explain)
+            answered = recall(caller=tenant_caller(tenant), scope=SCOPE, query=s.pair.b, explain=config.explain)
             result = answer_dict(answered)
             latencies.append((time.perf_counter() - t_call) * 1000)
             pair_trail = trail_of[normalise_query(s.pair.a)]

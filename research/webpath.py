@@ -34,6 +34,7 @@ from pathlib import Path
 
 from research.localstack import with_database
 from research.stats import time_calls
+from tenants.caller import tenant_caller
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "trailcache_webpath"
@@ -84,12 +85,12 @@ def seed(trails: int = 200) -> tuple[object, str]:
 
     tenant = Tenant.objects.filter(slug="webpath").first() or tenant_create(slug="webpath")
     if not Trail.objects.filter(tenant=tenant).exists():
-        sections_upsert(tenant=tenant, sections=[
+        sections_upsert(caller=tenant_caller(tenant), sections=[
             {"id": f"guide/{t}-{n}.md#steps", "text": f"To {t} Acme Sync on group {n}: run acme {t} --group {n}."}
             for n in range(5) for t in TOPICS])
         for i in range(trails):
             cited = [f"guide/{TOPICS[i % len(TOPICS)]}-{i % 5}.md#steps"]
-            trail_record(tenant=tenant, scope="web", query=question(i), cited=cited,
+            trail_record(caller=tenant_caller(tenant), scope="web", query=question(i), cited=cited,
                          steps=[{"tool": "search", "args": {"q": question(i)}, "returned": cited}],
                          signal={"source": "caller", "accepted": True})
     _, raw = api_key_create(tenant=tenant, name="webpath")

@@ -31,6 +31,10 @@ class Caller:
     is_superuser: bool = False
     key: ApiKey | None = field(default=None, compare=False, repr=False)
     user: Any = field(default=None, compare=False, repr=False)
+    # An operator's role in ``tenant`` and every tenant they may switch to (the console's
+    # ``request.access`` is this same object).
+    role: str = ""
+    tenants: tuple[Tenant, ...] = field(default=(), compare=False, repr=False)
     # For DRF (IsAuthenticated reads request.user.is_authenticated).
     is_authenticated: bool = field(default=True, compare=False, repr=False)
 
@@ -46,6 +50,10 @@ class Caller:
 
     def has(self, permission: str) -> bool:
         return permission in self.permissions
+
+    def can(self, capability: str) -> bool:
+        """An operator's console capability (``tenants.selectors.CAPABILITIES``)."""
+        return self.has(capability)
 
 
 class SuperuserRequired(PermissionDenied):
@@ -63,13 +71,17 @@ def caller_for_key(key: ApiKey) -> Caller:
                   permissions=frozenset(key.permissions), actor_label=f"apikey:tc_{key.prefix}", key=key)
 
 
-def caller_for_operator(*, user: Any, tenant: Tenant, role: str) -> Caller:
+def caller_for_operator(*, user: Any, tenant: Tenant, role: str, tenants: tuple[Tenant, ...] = ()) -> Caller:
     """A console operator in one tenant: every scope of it; permissions are the role's
-    capabilities (``tenants.selectors.CAPABILITIES``), all of them for a superuser."""
+    capabilities (``tenants.selectors.CAPABILITIES``), all of them for a superuser; ``tenants``
+    those they may switch to."""
     return Caller(tenant=tenant, permissions=frozenset(c for c in CAPABILITIES if role_can(role, c)),
-                  actor_label=f"operator:{user.email or user.username}", is_superuser=role == SUPERUSER, user=user)
+                  actor_label=f"operator:{user.email or user.username}", is_superuser=role == SUPERUSER, user=user,
+                  role=role, tenants=tuple(tenants))
 
 
-def tenant_caller(tenant: Tenant, *, actor_label: str = "system") -> Caller:
-    """The whole tenant, for services, tasks and commands that act for it (not for a key)."""
-    return Caller(tenant=tenant, actor_label=actor_label)
+def tenant_caller(tenant: Tenant, *, actor_label: str = "system", user: Any = None) -> Caller:
+    """The whole tenant, for work that really acts for it (retention, fan-outs, jobs, the
+    demo), not for a key: every scope, no key permission to check. ``user``: the operator a
+    job runs for, for the audit log."""
+    return Caller(tenant=tenant, actor_label=actor_label, user=user)

@@ -188,8 +188,19 @@ class KeyPermission(models.TextChoices):
 
 
 def all_key_permissions() -> list[str]:
-    """A new key's permissions unless chosen otherwise: every one (as keys had before permissions)."""
+    """Every permission (what keys had before permissions; migration 0010 gave them to existing keys)."""
     return list(KeyPermission.values)
+
+
+# Least privilege: what a new key gets unless its permissions are chosen (an agent's own loop;
+# no section writes, exports or erasure). Keys made before keep theirs.
+DEFAULT_KEY_PERMISSIONS = (KeyPermission.RECALL, KeyPermission.RECORD, KeyPermission.FEEDBACK,
+                           KeyPermission.SECTIONS_READ)
+
+
+def default_key_permissions() -> list[str]:
+    """A new key's permissions unless chosen otherwise (``DEFAULT_KEY_PERMISSIONS``)."""
+    return [str(p) for p in DEFAULT_KEY_PERMISSIONS]
 
 
 class ApiKey(models.Model):
@@ -203,7 +214,7 @@ class ApiKey(models.Model):
     digest = models.CharField(max_length=64)
     scope_prefixes = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     permissions = ArrayField(models.CharField(max_length=32, choices=KeyPermission.choices),
-                             default=all_key_permissions, blank=True)
+                             default=default_key_permissions, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -13,7 +13,17 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from tenants.models import ApiKey, AuditAction, AuditEntry, KeyPermission, Membership, Role, Tenant
+from tenants.models import (
+    ApiKey,
+    AuditAction,
+    AuditEntry,
+    KeyPermission,
+    Membership,
+    Role,
+    Tenant,
+    default_key_permissions,
+)
+from tenants.scopes import scope_prefix_problem
 from tenants.selectors import api_key_active_by_prefix
 from tenants.settings_diff import settings_audit_details, settings_changed, settings_snapshot
 
@@ -93,12 +103,18 @@ def api_key_create(
     actor_label: str = "system", actor: Any = None,
 ) -> tuple[ApiKey, str]:
     """A new key; returns (row, the raw key). The raw key is never stored: show it once.
-    ``permissions``: None gives every permission (KeyPermission); else exactly those given."""
+    ``permissions``: None gives the least-privilege default (``DEFAULT_KEY_PERMISSIONS``: recall,
+    record, feedback, sections:read); else exactly those given. Every scope prefix must end in
+    ``:`` or ``/`` (``tenants.scopes.scope_prefix_problem``): ValueError otherwise."""
     prefix = secrets.token_hex(4)
     raw = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-    chosen = list(KeyPermission.values) if permissions is None else key_permissions_clean(permissions)
+    chosen = default_key_permissions() if permissions is None else key_permissions_clean(permissions)
+    prefixes = [p for p in (scope_prefixes or []) if p]
+    problems = [problem for problem in map(scope_prefix_problem, prefixes) if problem]
+    if problems:
+        raise ValueError("; ".join(problems))
     key = ApiKey(tenant=tenant, name=name, prefix=prefix, digest=_digest(raw),
-                 scope_prefixes=[p for p in (scope_prefixes or []) if p], permissions=chosen)
+                 scope_prefixes=prefixes, permissions=chosen)
     key.full_clean()
     with transaction.atomic():
         key.save()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tenants.models import Tenant
+from tenants.models import Tenant, all_key_permissions
 from tenants.services import api_key_create, tenant_create
 
 
@@ -35,8 +35,11 @@ class ApiCaller:
         return self.client.put(url, data, format="json", **kw)
 
     # Short-hands for the common calls.
-    def upsert(self, sections: dict[str, str]) -> Any:
-        response = self.put("/api/v1/sections", {"sections": [{"id": k, "text": v} for k, v in sections.items()]})
+    def upsert(self, sections: dict[str, str], *, scopes: list[str] | None = None) -> Any:
+        """Upsert ``{id: text}``; with ``scopes``, each section gets them."""
+        extra = {"scopes": scopes} if scopes is not None else {}
+        items = [{"id": k, "text": v, **extra} for k, v in sections.items()]
+        response = self.put("/api/v1/sections", {"sections": items})
         assert response.status_code == 200, response.content
         return response.json()
 
@@ -105,9 +108,13 @@ def make_tenant(db: None) -> Callable[..., Tenant]:
 
 @pytest.fixture
 def make_caller(make_tenant: Callable[..., Tenant]) -> Callable[..., ApiCaller]:
-    def make(tenant: Tenant | None = None, scopes: list[str] | None = None, **settings: Any) -> ApiCaller:
+    def make(tenant: Tenant | None = None, scopes: list[str] | None = None, permissions: list[str] | None = None,
+             **settings: Any) -> ApiCaller:
+        """A key with every permission unless ``permissions`` are given (tests of one operation
+        need the others to set it up; the least-privilege default has its own tests)."""
         tenant = tenant or make_tenant(**settings)
-        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [])
+        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [],
+                                permissions=all_key_permissions() if permissions is None else permissions)
         return ApiCaller(tenant, raw)
 
     return make

@@ -10,7 +10,6 @@ from django.urls import reverse
 
 from adminui.access import console_view
 from adminui.rendering import console_render
-from adminui.views.trails import actor_label
 from cachecore.errors import DomainError
 from cachecore.models import Job, JobKind, TrailStatus
 from cachecore.selectors.jobs import job_get, jobs_latest
@@ -67,15 +66,16 @@ def export_list(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data
     try:
         export_services.export_request(
-            tenant=request.access.tenant, format=data["format"], scope=data["scope"] or None,
+            caller=request.caller, format=data["format"], scope=data["scope"] or None,
             subject=data["subject"] or None, status=data["status"] or None, since=data["since"],
-            until=data["until"], actor_label=actor_label(request), actor=request.user,
+            until=data["until"],
         )
     except DomainError as exc:
-        for field, errors in exc.fields.items():
+        # The form shows the error's fields (the cap: its message) with the error's own status.
+        for field, errors in (exc.fields or {None: [exc.message]}).items():
             for error in errors:
                 form.add_error(field if field in form.fields else None, error)
-        return _exports_page(request, form, status=400)
+        return _exports_page(request, form, status=exc.status_code)
     messages.success(request, "Export requested: it runs in the background; the bar below shows its progress.")
     return HttpResponseRedirect(f"{reverse('adminui:exports')}?tenant={request.access.tenant.slug}")
 
@@ -88,9 +88,8 @@ def export_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 
 @console_view("exports.manage")
 def export_download(request: HttpRequest, job_id: str) -> HttpResponse:
-    job = _job(request, job_id, JobKind.EXPORT)
     # Not done yet → 409, file deleted → 410 (console_view answers the domain error's status).
-    export = export_services.export_download(job=job, actor_label=actor_label(request), actor=request.user)
+    export = export_services.export_download(caller=request.caller, export_id=job_id)
     response = FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)
     response["Cache-Control"] = "no-store"
@@ -109,8 +108,7 @@ def subject_erase(request: HttpRequest) -> HttpResponse:
     form = SubjectEraseForm(request.POST)
     if not form.is_valid():
         return _subjects_page(request, form, status=400)
-    subject_erase_request(tenant=request.access.tenant, subject=form.cleaned_data["subject"],
-                                   actor_label=actor_label(request), actor=request.user)
+    subject_erase_request(caller=request.caller, subject=form.cleaned_data["subject"])
     messages.success(request, "Erasure accepted: it runs in the background. The audit log keeps the subject's hash.")
     return HttpResponseRedirect(f"{reverse('adminui:subject_erase')}?tenant={request.access.tenant.slug}")
 

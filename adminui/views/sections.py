@@ -1,4 +1,5 @@
-"""Sections: search by id or text; one section's text, hash and the trails citing it.
+"""Sections: search by id or text, filter by scope (those a key limited to it is served; ``-``:
+tenant-wide only); one section's text, hash, scopes and the trails citing it.
 Section ids hold ``/ # :``, so the detail takes ``?id=`` (url-encoded), not a path segment."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from cachecore.models import Citation
 from cachecore.selectors.citations import trails_citing_with_state
 from cachecore.selectors.sections import section_get, sections_search
 
-LIST_FIELDS = ("id", "external_id", "sha256", "token_count", "updated_at", "text")
+LIST_FIELDS = ("id", "external_id", "sha256", "token_count", "updated_at", "text", "scopes")
 
 
 def _cited_by(tenant: Any) -> Coalesce:
@@ -32,9 +33,10 @@ def _cited_by(tenant: Any) -> Coalesce:
 @console_view("sections.view")
 def section_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    sections = sections_search(caller=request.caller, q=q).only(*LIST_FIELDS).annotate(
+    scope = request.GET.get("scope", "").strip()
+    sections = sections_search(caller=request.caller, q=q, scope=scope).only(*LIST_FIELDS).annotate(
         cited_by=_cited_by(request.access.tenant))
-    context = {"q": q, "page": paginate(request, sections)}
+    context = {"q": q, "scope": scope, "page": paginate(request, sections)}
     return console_render(request, "adminui/sections/list.html", context, partial="results")
 
 

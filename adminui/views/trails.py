@@ -79,7 +79,6 @@ def trail_list(request: HttpRequest) -> HttpResponse:
 def trail_action(request: HttpRequest) -> HttpResponse:
     """Quarantine, release or purge the checked trails. Without ``confirm`` it answers with a
     confirmation naming how many trails; with it, it acts (one audited service call)."""
-    tenant = request.access.tenant
     form = TrailActionForm(request.POST)
     next_url = request.POST.get("next") or f"{reverse('adminui:trails')}?{_list_query(request)}"
     cancel_url = request.POST.get("cancel") or next_url
@@ -102,12 +101,10 @@ def trail_action(request: HttpRequest) -> HttpResponse:
                                                            "selected": set(ids)}, partial="results")
         return console_render(request, "adminui/trails/confirm.html", {"confirm": confirm})
     if action == "purge":
-        done = trails_purge(tenant=tenant, trail_ids=ids, actor_label=actor_label(request),
-                                     actor=request.user)
+        done = trails_purge(caller=request.caller, trail_ids=ids)
         messages.success(request, f"Purged {done} trail{'s' if done != 1 else ''}.")
     else:
-        done = trail_set_status(tenant=tenant, trail_ids=ids, status=ACTION_STATUS[action],
-                                         actor_label=actor_label(request), actor=request.user)
+        done = trail_set_status(caller=request.caller, trail_ids=ids, status=ACTION_STATUS[action])
         verb = "Quarantined" if action == "quarantine" else "Released"
         skipped = len(ids) - done
         note = f" ({skipped} already {ACTION_STATUS[action].label.lower()} or gone)" if skipped else ""
@@ -127,7 +124,7 @@ def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
     trail = trail_get(caller=request.caller, trail_id=trail_id)  # NotFound → 404 (console_view)
     cited = [{"c": c, "state": c.state.value}
-             for c in cited_sections_now(tenant=tenant, trail_id=str(trail.pk))]
+             for c in cited_sections_now(caller=request.caller, trail_id=str(trail.pk))]
     recalls = recalls_for_trail(caller=request.caller, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {

@@ -16,10 +16,8 @@ from rest_framework.views import APIView
 from api import metrics
 from api import serializers as s
 from api.permissions import HasKeyPermission
-from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import Trail
-from cachecore.selectors.recalls import recall_event_get
-from cachecore.selectors.sections import section_get, sections_cited_outside
+from cachecore.selectors.sections import section_get, sections_current_hashes
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.selectors.trails import trail_get
 from cachecore.services import calibration
@@ -39,9 +37,10 @@ def _validated(serializer_class: type, request: Request) -> dict[str, Any]:
 
 
 class TenantAPIView(APIView):
-    """Every view acts for the key's ``Caller`` (``request.user``): its tenant only, reads through
-    ``visible_to(caller)``, scopes checked against its prefixes, and the permission the view
-    names in ``key_permission`` (one, or one per method; api.permissions)."""
+    """Every view acts for the key's ``Caller`` (``request.user``) and hands it to the services
+    and selectors, which apply its tenant, scope prefixes and permissions themselves (issue 21:
+    one restriction point below every interface). ``key_permission`` (one, or one per method;
+    api.permissions) answers 403 before the body is read."""
 
     permission_classes = [IsAuthenticated, HasKeyPermission]
     key_permission: str | dict[str, str] | None = None
@@ -58,34 +57,6 @@ class TenantAPIView(APIView):
     def key(self) -> ApiKey:
         return self.request.auth
 
-    def require_scope(self, scope: str) -> None:
-        if not self.caller.allows_scope(scope):
-            raise ScopeForbidden(f"this API key may not use scope {scope!r}",
-                                 fields={"scope": ["outside this API key's scope prefixes"]})
-
-    def require_unrestricted_key(self, what: str) -> None:
-        if self.caller.scope_limited:
-            raise ScopeForbidden(f"{what} needs an API key without scope limits")
-
-    def require_visible_recall(self, recall_id: object) -> None:
-        """A record may link only a recall its key could see: one outside the key's scopes is as
-        unknown as one that never was (the same 400 the service gives, so its existence is not
-        revealed)."""
-        try:
-            recall_event_get(caller=self.caller, recall_id=recall_id)
-        except NotFound as exc:
-            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
-
-    def require_sections_writable(self, section_ids: list[str], *, field: str) -> None:
-        """A scope-limited key may not overwrite or delete a section that trails outside its
-        scopes cite (that would invalidate other scopes' trails): 403, nothing written."""
-        outside = sections_cited_outside(caller=self.caller, section_ids=section_ids)
-        if outside:
-            raise ScopeForbidden(
-                "trails outside this API key's scopes cite these sections; a key without scope limits may change them",
-                fields={field: [f"cited outside this API key's scopes: {i}" for i in outside]},
-            )
-
 
 class SectionsView(TenantAPIView):
     key_permission = KeyPermission.SECTIONS_WRITE
@@ -94,13 +65,12 @@ class SectionsView(TenantAPIView):
                    summary="Upsert sections (server hashes the text)")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
-        self.require_sections_writable([x["id"] for x in data["sections"]], field="sections")
         try:
-            result = sections_upsert(tenant=self.tenant, sections=data["sections"])
+            result = sections_upsert(caller=self.caller, sections=data["sections"])
         except IntegrityError:
             # Two upserts creating the same new id at once: the loser's insert hits the unique key
             # (its transaction rolled back whole). Once more, it finds the row and updates it.
-            result = sections_upsert(tenant=self.tenant, sections=data["sections"])
+            result = sections_upsert(caller=self.caller, sections=data["sections"])
         return Response(asdict(result))
 
 
@@ -111,13 +81,11 @@ class SectionDetailView(TenantAPIView):
     @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at")
     def get(self, request: Request, section_id: str) -> Response:
         section = section_get(caller=self.caller, section_id=section_id)
-        return Response(s.SectionOutSerializer(section).data)
+        return Response(s.SectionOutSerializer(section, context={"show_scopes": not self.caller.scope_limited}).data)
 
     @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
     def delete(self, request: Request, section_id: str) -> Response:
-        section_get(caller=self.caller, section_id=section_id)  # 404 when the key cannot see it
-        self.require_sections_writable([section_id], field="section_id")
-        section_delete(tenant=self.tenant, section_id=section_id, actor_label=self.caller.actor_label)
+        section_delete(caller=self.caller, section_id=section_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -128,24 +96,25 @@ class TrailsView(TenantAPIView):
                    summary="Record a trail after an accepted answer")
     def post(self, request: Request) -> Response:
         data = _validated(s.TrailRecordSerializer, request)
-        self.require_scope(data["scope"])
-        if data.get("recall_id") and self.caller.scope_limited:
-            self.require_visible_recall(data["recall_id"])
         trail = trail_record(
-            tenant=self.tenant, scope=data["scope"], query=data["query"], steps=data["steps"],
+            caller=self.caller, scope=data["scope"], query=data["query"], steps=data["steps"],
             cited=data["cited"], signal=data.get("signal"), subject=data.get("subject", ""),
             answer=data.get("answer"), recall_id=str(data["recall_id"]) if data.get("recall_id") else None,
         )
         return Response({"trail_id": str(trail.pk), "status": trail.status}, status=status.HTTP_201_CREATED)
 
 
-def trail_as_stored(trail: Trail) -> dict[str, Any]:
+def trail_as_stored(trail: Trail, *, visible_hashes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The trail as the API shows it. ``visible_hashes`` (for a key with scope limits): the
+    sections it may see now; the others' recorded hashes show as null."""
     return {
         "trail_id": str(trail.pk),
         "scope": trail.scope,
         "query": trail.query,
         "steps": trail.steps,
-        "cited": [{"id": c.section_id, "hash": c.recorded_hash} for c in trail.citations.all()],
+        "cited": [{"id": c.section_id,
+                   "hash": c.recorded_hash if visible_hashes is None or c.section_id in visible_hashes else None}
+                  for c in trail.citations.all()],
         "status": trail.status,
         "signal": {"source": trail.signal_source or None, "accepted": trail.signal_accepted},
         "subject": trail.subject,
@@ -163,12 +132,14 @@ class TrailDetailView(TenantAPIView):
     @extend_schema(responses=s.TrailOutSerializer, summary="A trail as stored (never an answer)")
     def get(self, request: Request, trail_id: str) -> Response:
         trail = trail_get(caller=self.caller, trail_id=trail_id)
-        return Response(s.TrailOutSerializer(trail_as_stored(trail)).data)
+        cited_ids = [c.section_id for c in trail.citations.all()]
+        visible = (sections_current_hashes(caller=self.caller, section_ids=cited_ids)
+                   if self.caller.scope_limited else None)
+        return Response(s.TrailOutSerializer(trail_as_stored(trail, visible_hashes=visible)).data)
 
     @extend_schema(responses={204: None}, summary="Delete a trail")
     def delete(self, request: Request, trail_id: str) -> Response:
-        trail_get(caller=self.caller, trail_id=trail_id)  # 404 outside the key's scopes
-        trail_delete(tenant=self.tenant, trail_id=trail_id, actor_label=self.caller.actor_label)
+        trail_delete(caller=self.caller, trail_id=trail_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -179,9 +150,8 @@ class RecallView(TenantAPIView):
                    summary="Recall before the first search: prefetch, hint or miss")
     def post(self, request: Request) -> Response:
         data = _validated(s.RecallSerializer, request)
-        self.require_scope(data["scope"])
         result = recall(
-            tenant=self.tenant, scope=data["scope"], query=data["query"],
+            caller=self.caller, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
             shadow_details=data.get("shadow", False),
         )
@@ -196,9 +166,7 @@ class FeedbackView(TenantAPIView):
                    summary="Feedback on a recall: negative quarantines the trail it served")
     def post(self, request: Request, recall_id: str) -> Response:
         data = _validated(s.FeedbackSerializer, request)
-        event = recall_event_get(caller=self.caller, recall_id=recall_id)  # 404 outside the key's scopes
-        feedback_apply(tenant=self.tenant, recall_id=event.pk, accepted=data["accepted"],
-                       actor_label=self.caller.actor_label)
+        event = feedback_apply(caller=self.caller, recall_id=recall_id, accepted=data["accepted"])
         return Response({"recall_id": str(event.pk), "accepted": data["accepted"]})
 
 
@@ -210,8 +178,6 @@ class StatsView(TenantAPIView):
     )
     def get(self, request: Request) -> Response:
         scope = request.query_params.get("scope")
-        if scope:
-            self.require_scope(scope)
         stats = stats_for_tenant(caller=self.caller, scope=scope or None)
         if not scope and not self.caller.scope_limited:  # the operating point is tenant-wide
             stats["calibration"] = calibration.suggestion_as_dict(
@@ -225,6 +191,5 @@ class SubjectView(TenantAPIView):
     @extend_schema(responses={200: s.SubjectEraseResultSerializer},
                    summary="Erase every trail and logged query recorded with a subject")
     def delete(self, request: Request, subject: str) -> Response:
-        self.require_unrestricted_key("erasing a subject")
-        deleted = subject_erase(tenant=self.tenant, subject=subject, actor_label=self.caller.actor_label)
+        deleted = subject_erase(caller=self.caller, subject=subject)
         return Response({"deleted": deleted})

@@ -6,22 +6,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
 from django.http import FileResponse
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.fields import StrictCharField
 from api.inputs import parse_bounded_instant
 from api.views.core import TenantAPIView, _validated
-from cachecore.models import Job, JobKind, JobStatus, TrailStatus
-from cachecore.selectors.jobs import job_get
-from cachecore.services.exports import export_download, export_request
-from tenants.models import KeyPermission, Tenant
+from cachecore.models import Job, JobStatus, TrailStatus
+from cachecore.services.exports import export_download, export_get, export_request
+from tenants.models import KeyPermission
 
 
 class ExportRequestSerializer(serializers.Serializer):
@@ -67,8 +64,6 @@ class ExportStatusSerializer(ExportAcceptedSerializer):
     error = serializers.CharField(allow_blank=True)
 
 
-# Retry-After of a refused export: about how long a small export takes.
-EXPORT_RETRY_SECONDS = 30
 _ERROR_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -97,23 +92,10 @@ class ExportsView(TenantAPIView):
                    summary="Export the tenant's stored queries (CSV or JSONL), in the background")
     def post(self, request: Request) -> Response:
         data = _validated(ExportRequestSerializer, request)
-        self.require_unrestricted_key("exporting")
-        with transaction.atomic():
-            # One request at a time per tenant past this line, so the cap cannot be raced.
-            Tenant.objects.select_for_update().filter(pk=self.tenant.pk).exists()
-            active = Job.objects.filter(tenant=self.tenant, kind=JobKind.EXPORT,
-                                        status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).count()
-            if active >= settings.TRAILCACHE_MAX_ACTIVE_EXPORTS:
-                raise exceptions.Throttled(
-                    wait=EXPORT_RETRY_SECONDS,
-                    detail=f"{active} exports of this tenant are queued or running (at most "
-                    f"{settings.TRAILCACHE_MAX_ACTIVE_EXPORTS}); try again when one is done.",
-                )
-            job = export_request(
-                tenant=self.tenant, format=data["format"], scope=data.get("scope"), since=data.get("since"),
-                until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
-                actor_label=self.caller.actor_label,
-            )
+        job = export_request(
+            caller=self.caller, format=data["format"], scope=data.get("scope"), since=data.get("since"),
+            until=data.get("until"), subject=data.get("subject"), status=data.get("status"),
+        )
         return Response({"export_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -122,9 +104,7 @@ class ExportDetailView(TenantAPIView):
 
     @extend_schema(responses=ExportStatusSerializer, summary="An export's status, progress and download URL")
     def get(self, request: Request, export_id: str) -> Response:
-        self.require_unrestricted_key("exporting")
-        job = job_get(caller=self.caller, job_id=export_id, kind=JobKind.EXPORT)
-        return Response(export_status(job))
+        return Response(export_status(export_get(caller=self.caller, export_id=export_id)))
 
 
 class ExportDownloadView(TenantAPIView):
@@ -132,8 +112,6 @@ class ExportDownloadView(TenantAPIView):
 
     @extend_schema(responses={(200, "text/csv"): bytes}, summary="The export file (deleted after 7 days: 410)")
     def get(self, request: Request, export_id: str) -> FileResponse:
-        self.require_unrestricted_key("exporting")
-        job = job_get(caller=self.caller, job_id=export_id, kind=JobKind.EXPORT)
-        export = export_download(job=job, actor_label=self.caller.actor_label)
+        export = export_download(caller=self.caller, export_id=export_id)
         return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,
                             content_type=export.content_type)

@@ -97,6 +97,9 @@ class Cited:
     # of its current hash (None: no chunks ready).
     coverage: float | None = None
     trail_coverage: float | None = None
+    # The section exists but its scopes hide it from this read (issue 21): it counts as missing
+    # and is never asked of the resolver.
+    hidden: bool = False
 
     @property
     def state(self) -> SectionState:

@@ -12,19 +12,32 @@ from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
-from tenants.models import Tenant
+from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
+
+
+def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object]]:
+    """Whether the row's section ``s`` may be shown to this read: in ``scope`` (a recall: served
+    only when the section's scopes admit it at serving time), else to the caller."""
+    if scope is not None:
+        # Placeholders in the order the SQL spells them: tenant-wide first, then the scope.
+        return entries_admit_scope_sql("s.scopes", "%s::text", "%s::boolean"), [not caller.scope_limited, scope]
+    if caller.scope_limited:
+        return entries_visible_sql("s.scopes", "%s::text[]"), [list(caller.scope_prefixes)]
+    return "true", []
 
 
 def cited_sections_for_trails(
-    *, tenant: Tenant, trail_ids: list[str], query_terms: list[str] | None = None,
+    *, caller: Caller, trail_ids: list[str], scope: str | None = None, query_terms: list[str] | None = None,
     embedding: np.ndarray | str | None = None,
 ) -> dict[str, list[Cited]]:
     """Each trail's citations with each section's current hash and text, in citation order,
     from one statement (one snapshot): the text served always belongs to the hash checked.
-    With ``query_terms``, also which of them each section's text holds; with the query's
-    ``embedding`` (a vector, or its pgvector literal), its coverage by each section's chunks.
-    Returns what the engine takes (``engine.decide.Cited``). Trails of another tenant have none
-    (the statement reads the tenant's partition only)."""
+    A section whose scopes hide it (from ``scope``, the recall's, when given; else from the
+    caller) is ``hidden``: no hash, no text, as if missing. With ``query_terms``, also which of
+    them each section's text holds; with the query's ``embedding``, its coverage by each
+    section's chunks (``embedding``: a vector or its pgvector literal). Returns what the engine
+    takes (``engine.decide.Cited``). Trails of another tenant have none (the statement reads
+    the caller's tenant's partition only)."""
     by_trail: dict[str, list[Cited]] = {str(t): [] for t in trail_ids}
     if not trail_ids:
         return by_trail
@@ -40,7 +53,8 @@ def cited_sections_for_trails(
         "NULL::float8, NULL::float8 FROM cachecore_citation c LEFT JOIN cachecore_section s "
         "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
     )
-    params: list[object] = [terms, terms, terms]
+    visible, visible_params = _visibility_sql(caller, scope)
+    params: list[object] = [terms, terms, terms, *visible_params]
     if embedding is not None:
         params += [vector_literal(embedding), get_embedder().version]
     with connection.cursor() as cur:
@@ -48,22 +62,27 @@ def cited_sections_for_trails(
             "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
             "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
             "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
+            f"s.id IS NULL OR {visible}, "
             f"{coverage} "
             "WHERE c.tenant_id = %s AND c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
-            [*params, tenant.pk, [str(t) for t in trail_ids]],
+            [*params, caller.tenant.pk, [str(t) for t in trail_ids]],
         )
         for r in cur.fetchall():
+            if not r[8]:
+                by_trail[str(r[0])].append(Cited(r[1], r[2], None, None, 0, None, hidden=True))
+                continue
             by_trail[str(r[0])].append(Cited(
                 r[1], r[2], r[3], r[4], r[5] or 0, r[6], query_terms=frozenset(r[7] or ()),
-                coverage=float(r[8]) if r[8] is not None else None,
-                trail_coverage=float(r[9]) if r[9] is not None else None,
+                coverage=float(r[9]) if r[9] is not None else None,
+                trail_coverage=float(r[10]) if r[10] is not None else None,
             ))
     return by_trail
 
 
-def cited_sections_now(*, tenant: Tenant, trail_id: str) -> list[Cited]:
-    """One trail's citations with the sections' current state (see cited_sections_for_trails)."""
-    return cited_sections_for_trails(tenant=tenant, trail_ids=[str(trail_id)])[str(trail_id)]
+def cited_sections_now(*, caller: Caller, trail_id: str) -> list[Cited]:
+    """One trail's citations with the sections' current state as the caller may see them (see
+    cited_sections_for_trails)."""
+    return cited_sections_for_trails(caller=caller, trail_ids=[str(trail_id)])[str(trail_id)]
 
 
 def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str,

@@ -22,6 +22,14 @@ def recall_event_get(*, caller: Caller, recall_id: object) -> RecallEvent:
         raise NotFound("recall not found") from exc
 
 
+def recall_event_lock(*, caller: Caller, recall_id: object) -> RecallEvent:
+    """``recall_event_get`` locked for an update (inside the writer's transaction)."""
+    try:
+        return RecallEvent.objects.visible_to(caller).select_for_update().get(pk=recall_id)
+    except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
+        raise NotFound("recall not found") from exc
+
+
 def recalls_for_trail(*, caller: Caller, trail: Trail, limit: int = 50) -> list[RecallEvent]:
     """A trail's recalls, newest first, with each one's reason and confidence."""
     return list(

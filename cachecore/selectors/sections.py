@@ -5,47 +5,50 @@ from __future__ import annotations
 
 import numpy as np
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
-from cachecore.models import Citation, Section
+from cachecore.models import Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
 from tenants.models import Tenant
+from tenants.scopes import entries_admit_scope_sql
 
 
 def section_get(*, caller: Caller, section_id: str) -> Section:
-    """A section the caller sees (for a scope-limited caller: one its scopes' trails cite), else
-    NotFound."""
+    """A section the caller sees (for a scope-limited caller: one whose scopes overlap its
+    prefixes), else NotFound, as for an id that does not exist."""
     try:
         return Section.objects.visible_to(caller).get(external_id=section_id)
     except Section.DoesNotExist as exc:
         raise NotFound("section not found") from exc
 
 
-def sections_current_hashes(*, tenant: Tenant, section_ids: list[str]) -> dict[str, str]:
-    rows = Section.objects.filter(tenant=tenant, external_id__in=section_ids).values_list("external_id", "sha256")
+def sections_current_hashes(*, caller: Caller, section_ids: list[str]) -> dict[str, str]:
+    """The current hash of each of ``section_ids`` the caller sees (the others are absent, as
+    ids that do not exist)."""
+    rows = Section.objects.visible_to(caller).filter(external_id__in=section_ids).values_list("external_id", "sha256")
     return dict(rows)
 
 
-def sections_cited_outside(*, caller: Caller, section_ids: list[str]) -> list[str]:
-    """Of ``section_ids``, those a trail outside the caller's scopes cites (none for a caller
-    limited to no scope): what a scope-limited key may not overwrite or delete."""
-    if not caller.scope_limited or not section_ids:
-        return []
-    citing = Citation.objects.filter(tenant=caller.tenant, section_id__in=section_ids).exclude(
-        caller.scope_q(field="trail__scope"))
-    return sorted(set(citing.values_list("section_id", flat=True)))
-
-
-def sections_search(*, caller: Caller, q: str = "") -> QuerySet[Section]:
-    """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index)."""
+def sections_search(*, caller: Caller, q: str = "", scope: str = "") -> QuerySet[Section]:
+    """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index); with
+    ``scope``, those served in that scope (an entry admits it: ``tenants.scopes``), ``-`` for
+    those of tenant-wide callers only (no scopes)."""
     sections = Section.objects.visible_to(caller)
     q = q.strip()
     if q:
         sections = sections.filter(Q(external_id__icontains=q) | Q(text__icontains=q))
+    scope = scope.strip()
+    if scope == "-":
+        sections = sections.filter(scopes=[])
+    elif scope:
+        admitted = RawSQL(entries_admit_scope_sql('"cachecore_section"."scopes"', "%s::text", "false"), [scope],
+                          output_field=BooleanField())
+        sections = sections.filter(admitted)
     return sections.order_by("external_id")
 
 

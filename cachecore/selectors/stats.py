@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, Func, Q, QuerySet, Sum
 
+from cachecore.access import require_scope
 from cachecore.engine.recall_counts import OUTCOME_COUNTS, conditions
 from cachecore.models import RecallEvent, RecallOutcome, Trail, TrailStatus
 from tenants.caller import Caller, require_superuser
@@ -50,7 +51,10 @@ def stats_for_tenant(
     *, caller: Caller, scope: str | None = None, since: datetime | None = None, until: datetime | None = None,
 ) -> dict[str, object]:
     """Recall counts and rates, and trails by status, of what the caller sees (its tenant, its
-    scope prefixes; optionally one scope and a time window)."""
+    scope prefixes; optionally one scope and a time window). A scope outside the caller's
+    prefixes: ScopeForbidden."""
+    if scope:
+        require_scope(caller, scope)
     tenant = caller.tenant
     events = RecallEvent.objects.visible_to(caller)
     trails = Trail.objects.visible_to(caller)

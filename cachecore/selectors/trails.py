@@ -19,6 +19,14 @@ def trail_get(*, caller: Caller, trail_id: object) -> Trail:
         raise NotFound("trail not found") from exc
 
 
+def trail_lock(*, caller: Caller, trail_id: object) -> Trail:
+    """``trail_get`` locked for an update or a delete (inside the writer's transaction)."""
+    try:
+        return Trail.objects.visible_to(caller).select_for_update().get(pk=trail_id)
+    except (Trail.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
+        raise NotFound("trail not found") from exc
+
+
 def trails_visible(*, caller: Caller) -> QuerySet[Trail]:
     return Trail.objects.visible_to(caller)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from cachecore.access import require_permission, require_unrestricted
 from cachecore.embedding import forget_subject_queries
 from cachecore.errors import InvalidInput
 from cachecore.models import (
@@ -17,7 +18,8 @@ from cachecore.models import (
 from cachecore.services.exports import exports_delete_for_subject
 from cachecore.services.jobs import job_create, register
 from cachecore.services.subjects import subject_hash
-from tenants.models import AuditAction, Tenant
+from tenants.caller import Caller, tenant_caller
+from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import audit_record
 
 
@@ -28,11 +30,15 @@ def _scrub_jobs(*, tenant: Tenant, subject: str, digest: str) -> None:
         job.save(update_fields=["params"])
 
 
-def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> int:
+def subject_erase(*, caller: Caller, subject: str) -> int:
     """Erase every trail recorded with ``subject`` (their citations go with them), every
     logged recall carrying it, and the export files made before that could hold it; the audit
     entry keeps the subject's hash, never the subject, and lists those export files. Returns
-    the number of trails and recall entries deleted."""
+    the number of trails and recall entries deleted. For a caller without scope limits that
+    holds ``erase`` (an erasure spans the tenant)."""
+    require_permission(caller, KeyPermission.ERASE)
+    require_unrestricted(caller, "erasing a subject")
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     digest = subject_hash(subject)
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
@@ -52,9 +58,13 @@ def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any 
     return deleted
 
 
-def subject_erase_request(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> Job:
+def subject_erase_request(*, caller: Caller, subject: str) -> Job:
     """Accept an erasure as a background job (the console's path); same effect as
-    ``subject_erase``. The subject sits in the job row only until the job has run."""
+    ``subject_erase``, for the same callers. The subject sits in the job row only until the job
+    has run."""
+    require_permission(caller, KeyPermission.ERASE)
+    require_unrestricted(caller, "erasing a subject")
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     subject = subject.strip()
     if not subject:
         raise InvalidInput("subject is required", fields={"subject": ["required"]})
@@ -69,8 +79,8 @@ def subject_erase_job_run(job: Job) -> dict[str, Any]:
     digest = job.params.get("subject_sha256") or (subject_hash(subject) if subject else "")
     deleted = 0
     if subject:  # absent when an earlier erasure of the same subject already scrubbed this row
-        deleted = subject_erase(tenant=job.tenant, subject=subject, actor_label=job.actor_label or "system",
-                                actor=job.actor)
+        deleted = subject_erase(caller=tenant_caller(job.tenant, actor_label=job.actor_label or "system",
+                                                     user=job.actor), subject=subject)
     job.params = {"subject_sha256": digest}
     return {"deleted": deleted}
 

@@ -21,12 +21,15 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
+from cachecore.access import require_permission, require_unrestricted
+from cachecore.errors import ExportGone, ExportNotReady, InvalidInput, TooManyActive
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail
+from cachecore.selectors.jobs import job_get
 from cachecore.selectors.trail_filters import STATUS_ERROR, instant, status_valid, trail_filter
 from cachecore.services.jobs import JobFailed, job_create, job_progress, register
 from cachecore.services.subjects import subject_hash
-from tenants.models import AuditAction, Tenant
+from tenants.caller import Caller
+from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import audit_record
 
 log = logging.getLogger(__name__)
@@ -53,12 +56,22 @@ def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
     return parsed.isoformat() if parsed else None
 
 
+# Retry-After of a refused export: about how long a small export takes.
+EXPORT_RETRY_SECONDS = 30
+
+
 def export_request(
-    *, tenant: Tenant, format: str, actor_label: str, actor: Any = None, scope: str | None = None,
+    *, caller: Caller, format: str, scope: str | None = None,
     since: Any = None, until: Any = None, subject: str | None = None, status: str | None = None,
 ) -> Job:
     """Accept an export: a queued job row and its audit entry in one transaction; the file is
-    written in the background. ``since`` inclusive, ``until`` exclusive (a date: through that day)."""
+    written in the background. ``since`` inclusive, ``until`` exclusive (a date: through that day).
+    For a caller without scope limits that holds ``export`` (ScopeForbidden, PermissionMissing);
+    at most ``TRAILCACHE_MAX_ACTIVE_EXPORTS`` queued or running per tenant (TooManyActive, 429),
+    counted under a lock on the tenant so the cap cannot be raced."""
+    require_permission(caller, KeyPermission.EXPORT)
+    require_unrestricted(caller, "exporting")
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     errors: dict[str, list[str]] = {}
     if format not in FORMATS:
         errors["format"] = [f"one of {', '.join(FORMATS)}"]
@@ -74,6 +87,16 @@ def export_request(
     if params["since"] and params["until"] and params["since"] >= params["until"]:
         raise InvalidInput("since must be before until", fields={"until": ["must be after since"]})
     with transaction.atomic():
+        # One request at a time per tenant past this line, so the cap cannot be raced.
+        Tenant.objects.select_for_update().filter(pk=tenant.pk).exists()
+        active = Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT,
+                                    status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).count()
+        if active >= settings.TRAILCACHE_MAX_ACTIVE_EXPORTS:
+            raise TooManyActive(
+                f"{active} exports of this tenant are queued or running (at most "
+                f"{settings.TRAILCACHE_MAX_ACTIVE_EXPORTS}); try again when one is done.",
+                retry_after=EXPORT_RETRY_SECONDS,
+            )
         job = job_create(tenant=tenant, kind=JobKind.EXPORT, params=params, actor=actor, actor_label=actor_label)
         # The audit log keeps the subject's hash: erasing the subject must not leave it here.
         filters = {k: v for k, v in params.items() if k != "subject" and v}
@@ -219,11 +242,22 @@ def export_file(*, job: Job) -> ExportFile:
                       content_type)
 
 
-def export_download(*, job: Job, actor_label: str, actor: Any = None) -> ExportFile:
-    """``export_file`` for a download: the hand-out is audited (``export.download``)."""
+def export_get(*, caller: Caller, export_id: object) -> Job:
+    """An export of the caller's tenant, for a caller without scope limits that holds ``export``
+    (an export spans the tenant); NotFound for any other id."""
+    require_permission(caller, KeyPermission.EXPORT)
+    require_unrestricted(caller, "exporting")
+    return job_get(caller=caller, job_id=export_id, kind=JobKind.EXPORT)
+
+
+def export_download(*, caller: Caller, export_id: object) -> ExportFile:
+    """``export_file`` of ``export_get``'s export for a download: the hand-out is audited
+    (``export.download``)."""
+    job = export_get(caller=caller, export_id=export_id)
     export = export_file(job=job)
     with transaction.atomic():
-        audit_record(tenant=job.tenant, actor=actor, actor_label=actor_label, action=AuditAction.EXPORT_DOWNLOAD,
+        audit_record(tenant=job.tenant, actor=caller.user, actor_label=caller.actor_label,
+                     action=AuditAction.EXPORT_DOWNLOAD,
                      target=f"export {job.pk}", details={"export_id": str(job.pk),
                                                          "format": job.params.get("format", "csv")})
     return export

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from cachecore.access import require_permission
 from cachecore.models import (
     RecallEvent,
     RecallOutcome,
@@ -16,22 +16,22 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from cachecore.selectors.recalls import recall_event_get
+from cachecore.selectors.recalls import recall_event_lock
 from cachecore.services.trails import trail_boundary_learn
-from tenants.caller import tenant_caller
-from tenants.models import AuditAction, Tenant
+from tenants.caller import Caller
+from tenants.models import AuditAction, KeyPermission
 from tenants.services import audit_record
 
 
-def feedback_apply(
-    *, tenant: Tenant, recall_id: object, accepted: bool, actor_label: str = "system", actor: Any = None
-) -> RecallEvent:
-    """Feedback on a recall. Negative: the trail it served is quarantined (kept for review),
-    and a pending trail recorded after it too. Positive: the served trail is reinforced and a
-    pending trail recorded after it becomes active."""
+def feedback_apply(*, caller: Caller, recall_id: object, accepted: bool) -> RecallEvent:
+    """Feedback on a recall the caller sees (NotFound otherwise: read once, locked for the
+    write). Negative: the trail it served is quarantined (kept for review), and a pending trail
+    recorded after it too. Positive: the served trail is reinforced and a pending trail recorded
+    after it becomes active."""
+    require_permission(caller, KeyPermission.FEEDBACK)
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     with transaction.atomic():
-        event = recall_event_get(caller=tenant_caller(tenant), recall_id=recall_id)
-        event = RecallEvent.objects.select_for_update().get(pk=event.pk)
+        event = recall_event_lock(caller=caller, recall_id=recall_id)
         now = timezone.now()
         event.feedback, event.feedback_at = accepted, now
         event.save(update_fields=["feedback", "feedback_at"])

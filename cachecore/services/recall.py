@@ -21,6 +21,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from cachecore import resolver
+from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate, Cited, Policy, Reason, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
@@ -32,7 +33,8 @@ from cachecore.models import MissReason
 from cachecore.selectors.citations import cited_sections_for_trails
 from cachecore.selectors.nearest import nearest_trails, vector_literal
 from cachecore.selectors.sections import term_frequencies
-from tenants.models import MatchMode, Tenant
+from tenants.caller import Caller
+from tenants.models import KeyPermission, MatchMode, Tenant
 
 # Candidates read per recall.
 CANDIDATES = 5
@@ -84,23 +86,25 @@ class _Read:
     idf: Idf
 
 
-def _read(*, tenant: Tenant, scope: str, vector: str, terms: list[str]) -> _Read:
+def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
+    tenant = caller.tenant
     candidates = nearest_trails(tenant=tenant, scope=scope, embedding=vector, limit=CANDIDATES)
-    cited = cited_sections_for_trails(tenant=tenant, trail_ids=[c.trail_id for c in candidates],
+    # Served only when the section's scopes admit the recall's scope now (else: missing).
+    cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
                                       query_terms=terms, embedding=vector)
     sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
     return _Read([replace(c, cited=tuple(cited[c.trail_id])) for c in candidates], Idf(sections, df))
 
 
-def _read_snapshot(*, tenant: Tenant, scope: str, vector: str, terms: list[str]) -> _Read:
+def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
     """Every read in one snapshot: a read-only repeatable-read transaction of its own (inside
     a caller's transaction, the reads simply join it)."""
     if connection.in_atomic_block:
-        return _read(tenant=tenant, scope=scope, vector=vector, terms=terms)
+        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        return _read(tenant=tenant, scope=scope, vector=vector, terms=terms)
+        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
 
 
 def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:
@@ -109,7 +113,8 @@ def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Cand
     unverified."""
     if not tenant.resolver_url:
         return candidates
-    remote = sorted({c.section_id for cand in candidates for c in cand.cited if c.current_hash is None})
+    remote = sorted({c.section_id for cand in candidates for c in cand.cited
+                     if c.current_hash is None and not c.hidden})
     if not remote:
         return candidates
     try:
@@ -120,7 +125,7 @@ def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Cand
     counter = get_embedder()
 
     def filled(c: Cited) -> Cited:
-        if c.current_hash is not None or c.section_id not in answered:
+        if c.current_hash is not None or c.hidden or c.section_id not in answered:
             return c
         got = answered[c.section_id]
         return replace(c, current_hash=got.hash, text=got.text, token_count=counter.count_tokens(got.text or ""))
@@ -129,13 +134,18 @@ def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Cand
 
 
 def recall(
-    *, tenant: Tenant, scope: str, query: str, budget_tokens: int | None = None, subject: str = "",
+    *, caller: Caller, scope: str, query: str, budget_tokens: int | None = None, subject: str = "",
     explain: bool = False, shadow_details: bool = False,
 ) -> RecallResult:
     """Look up the nearest active trails of the scope; serve sections' current text only when
     the evidence says it is the same need and every cited hash of the trail still matches
     (prefetch), else a hint or a miss, with a reason and a confidence. Logged. In shadow mode
-    the decision is logged and the answer is a miss (its details only with ``shadow_details``)."""
+    the decision is logged and the answer is a miss (its details only with ``shadow_details``).
+    The caller needs the ``recall`` permission and the scope; a section whose scopes do not admit
+    the recall's scope counts as missing."""
+    require_permission(caller, KeyPermission.RECALL)
+    require_scope(caller, scope)
+    tenant = caller.tenant
     started = time.perf_counter()
     clock = _Clock(started)
     normalised = normalise_query(query)
@@ -143,7 +153,7 @@ def recall(
     terms = sorted(content_words(normalised))
     clock.lap("embedding")
     policy = tenant_policy(tenant)
-    read = _read_snapshot(tenant=tenant, scope=scope, vector=vector, terms=terms)
+    read = _read_snapshot(caller=caller, scope=scope, vector=vector, terms=terms)
     clock.lap("search")
     candidates = _resolve_remote(tenant=tenant, candidates=read.candidates)
     clock.lap("validation")
@@ -154,6 +164,11 @@ def recall(
     clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     shadow = tenant.shadows(scope)
+    # A section hidden from this recall's scope is missing for it, not for the trail: never
+    # mark a trail stale for what only its scopes hide.
+    hiding = {c.trail_id for c in read.candidates if any(s.hidden for s in c.cited)}
+    if hiding & set(decision.stale_trail_ids):
+        decision = replace(decision, stale_trail_ids=[t for t in decision.stale_trail_ids if t not in hiding])
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
                        latency_ms=latency_ms, shadow=shadow)
     clock.lap("write")

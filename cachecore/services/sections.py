@@ -12,10 +12,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from cachecore.access import require_permission
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM, section_terms
 from cachecore.engine.text import content_hash, split_chunks
-from cachecore.errors import InvalidInput, NotFound
+from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import (
     Job,
     JobKind,
@@ -25,7 +26,9 @@ from cachecore.models import (
     TrailStatus,
 )
 from cachecore.services.jobs import job_create, job_progress, register
-from tenants.models import AuditAction, Tenant
+from tenants.caller import Caller
+from tenants.models import AuditAction, KeyPermission, Tenant
+from tenants.scopes import EVERY_SCOPE, entries_within, prefix_within
 from tenants.services import audit_record
 
 
@@ -44,12 +47,36 @@ INVALIDATION_MODES = ("auto", "now", "job")
 CHUNK_MODES = ("auto", "now", "job", "later")
 
 
-def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], invalidation: str = "auto",
+def section_scopes_clean(caller: Caller, scopes: Sequence[str] | None) -> list[str] | None:
+    """A section's requested ``scopes`` for this caller (None: not given). A scope-limited caller
+    may give only entries within its own prefixes (it cannot widen them) and never every scope
+    (``*``); ScopeForbidden (403) names the entries otherwise."""
+    if scopes is None:
+        return None
+    entries = sorted({e.strip() for e in scopes if e.strip()})
+    if caller.scope_limited:
+        outside = [e for e in entries
+                   if e == EVERY_SCOPE or not any(prefix_within(e, p) for p in caller.scope_prefixes)]
+        if outside:
+            raise ScopeForbidden("a section of this API key belongs to its own scope prefixes",
+                                 fields={"sections": [f"scope outside this API key's scope prefixes: {e}"
+                                                      for e in outside]})
+    return [EVERY_SCOPE] if EVERY_SCOPE in entries else entries
+
+
+def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], invalidation: str = "auto",
                     chunks: str = "auto") -> UpsertResult:
     """Create or update sections by external id; the server hashes the text. A section may
     carry ``hash`` instead of ``text`` (kept by hash only: it validates, but its trails can
-    only hint). An identical rewrite changes nothing. Trails citing a changed section are
-    invalidated (stale when every cited section changed). All or nothing."""
+    only hint), and ``scopes`` (the scope prefixes that may see it; ``["*"]`` every scope).
+    Without ``scopes`` a new section of a tenant-wide caller is for tenant-wide callers only
+    (empty), one of a scope-limited caller belongs to the caller's prefixes, and an existing
+    section keeps its scopes. A scope-limited caller touches only sections entirely within its
+    prefixes: checked on the rows locked for the write (ScopeForbidden, nothing written). An
+    identical rewrite changes nothing. Trails citing a changed section are invalidated (stale
+    when every cited section changed). All or nothing."""
+    require_permission(caller, KeyPermission.SECTIONS_WRITE)
+    tenant = caller.tenant
     if invalidation not in INVALIDATION_MODES or chunks not in CHUNK_MODES:
         raise ValueError(f"invalidation must be one of {INVALIDATION_MODES}, chunks one of {CHUNK_MODES}")
     ids = [s["id"] for s in sections]
@@ -62,6 +89,8 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], inval
         s["id"]: (s["text"], content_hash(s["text"])) if s.get("text") is not None else (None, s["hash"].lower())
         for s in sections
     }
+    requested = {s["id"]: section_scopes_clean(caller, s.get("scopes")) for s in sections}
+    own_scopes = sorted(caller.scope_prefixes)
     embedder = get_embedder()
     with transaction.atomic():
         terms_delta: Counter[str] = Counter()
@@ -69,13 +98,26 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], inval
             s.external_id: s
             for s in Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
         }
+        # Under the lock: a limited caller may not touch what is not entirely its own (what it
+        # cannot see answers the same: it cannot create an id that exists either).
+        foreign = sorted(i for i, row in existing.items() if not entries_within(row.scopes, caller.scope_prefixes))
+        if foreign:
+            raise ScopeForbidden("this API key may not write these section ids (they belong to other scopes)",
+                                 fields={"sections": [f"not writable by this API key: {i}" for i in foreign]})
         to_create: list[Section] = []
         to_update: list[Section] = []
+        rescoped: list[Section] = []
         for section_id, (text, digest) in incoming.items():
             current = existing.get(section_id)
+            scopes = requested[section_id]
             if current is None:
-                to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest))
-            elif current.sha256 != digest or (current.text is None and text is not None):
+                to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest,
+                                         scopes=own_scopes if scopes is None else scopes))
+                continue
+            if scopes is not None and scopes != sorted(current.scopes):
+                current.scopes = scopes
+                rescoped.append(current)
+            if current.sha256 != digest or (current.text is None and text is not None):
                 terms_delta.subtract(current.terms)
                 current.text, current.sha256, current.chunks_ready = text, digest, False
                 to_update.append(current)
@@ -88,33 +130,42 @@ def sections_upsert(*, tenant: Tenant, sections: Sequence[dict[str, str]], inval
         terms_delta[SECTION_COUNT_TERM] += len(to_create)
         now = timezone.now()
         Section.objects.bulk_create(to_create)
-        for section in to_update:
+        written = to_update + [s for s in rescoped if s not in to_update]
+        for section in written:
             section.updated_at = now
-        Section.objects.bulk_update(to_update, ["text", "sha256", "token_count", "chunks_ready", "terms",
-                                                "updated_at"])
+        Section.objects.bulk_update(written, ["text", "sha256", "token_count", "chunks_ready", "terms", "scopes",
+                                              "updated_at"])
         term_frequencies_apply(tenant=tenant, delta=terms_delta)
         changed_ids = [s.external_id for s in to_update]
         invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids, mode=invalidation)
         section_chunks_schedule(tenant=tenant, sections=changed, mode=chunks)
     return UpsertResult(
-        created=len(to_create), updated=len(to_update),
-        unchanged=len(incoming) - len(to_create) - len(to_update), invalidated_trails=invalidated,
+        created=len(to_create), updated=len(written),
+        unchanged=len(incoming) - len(to_create) - len(written), invalidated_trails=invalidated,
     )
 
 
-def section_delete(*, tenant: Tenant, section_id: str, actor_label: str = "system", actor: Any = None) -> int:
-    """Delete a section; trails citing it see it as changed. Returns invalidated trails.
-    Audited in the same transaction."""
+def section_delete(*, caller: Caller, section_id: str) -> int:
+    """Delete a section the caller sees; trails citing it see it as changed. Returns invalidated
+    trails. One the caller does not see: NotFound, as for an id that does not exist; one it sees
+    but that is not entirely within its scope prefixes: ScopeForbidden. Checked on the row locked
+    for the delete; audited in the same transaction."""
+    require_permission(caller, KeyPermission.SECTIONS_WRITE)
+    tenant = caller.tenant
     with transaction.atomic():
-        section = Section.objects.select_for_update().filter(tenant=tenant, external_id=section_id).first()
+        section = Section.objects.visible_to(caller).select_for_update().filter(external_id=section_id).first()
         if section is None:
             raise NotFound("section not found")
+        if not entries_within(section.scopes, caller.scope_prefixes):
+            raise ScopeForbidden("this API key may not delete this section (it belongs to other scopes too)",
+                                 fields={"section_id": [f"not writable by this API key: {section_id}"]})
         delta = Counter({SECTION_COUNT_TERM: 1, **dict.fromkeys(section.terms, 1)})
         section.delete()
         term_frequencies_apply(tenant=tenant, delta=Counter({t: -n for t, n in delta.items()}))
         invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
-        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SECTION_DELETE,
-                     target=section_id, details={"trails_invalidated": invalidated})
+        audit_record(tenant=tenant, actor=caller.user, actor_label=caller.actor_label,
+                     action=AuditAction.SECTION_DELETE, target=section_id,
+                     details={"trails_invalidated": invalidated})
         return invalidated
 
 

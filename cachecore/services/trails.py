@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from cachecore import resolver
+from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import boundary_after
 from cachecore.engine.text import normalise_query
@@ -21,18 +22,18 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from cachecore.selectors.recalls import recall_event_get
+from cachecore.selectors.recalls import recall_event_lock
 from cachecore.selectors.sections import sections_current_hashes
-from cachecore.selectors.trails import trail_get
+from cachecore.selectors.trails import trail_lock
 from cachecore.services.admission import admission_decide
-from tenants.caller import tenant_caller
-from tenants.models import AuditAction, Tenant
+from tenants.caller import Caller
+from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import audit_record
 
 
 def trail_record(
     *,
-    tenant: Tenant,
+    caller: Caller,
     scope: str,
     query: str,
     steps: list[dict[str, Any]],
@@ -44,10 +45,16 @@ def trail_record(
 ) -> Trail:
     """Store a trail. Active with a positive signal (and, under the verifier policy, a passing
     verdict on ``answer``, which is never stored); otherwise pending with a short TTL.
-    Cited ids unknown to the tenant → UnknownSections; nothing is written then."""
+    The caller needs ``record`` and the scope. Cited ids the caller cannot see are as unknown as
+    ids never upserted (the tenant's resolver is asked for both alike) → UnknownSections; a
+    ``recall_id`` the caller cannot see → InvalidInput, as one that never was (read once, locked
+    for the label it gets). Nothing is written then."""
+    require_permission(caller, KeyPermission.RECORD)
+    require_scope(caller, scope)
+    tenant = caller.tenant
     if len(set(cited)) != len(cited):
         raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
-    hashes = sections_current_hashes(tenant=tenant, section_ids=cited)
+    hashes = sections_current_hashes(caller=caller, section_ids=cited)
     unknown = [i for i in cited if i not in hashes]
     if unknown and tenant.resolver_url:
         try:
@@ -57,12 +64,6 @@ def trail_record(
         unknown = [i for i in cited if i not in hashes]
     if unknown:
         raise UnknownSections(unknown)
-    recall_event = None
-    if recall_id is not None:
-        try:
-            recall_event = recall_event_get(caller=tenant_caller(tenant), recall_id=recall_id)
-        except NotFound as exc:
-            raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
     normalised = normalise_query(query)
     embedder = get_embedder()
     embedding = embedder.embed_query(normalised, tenant=tenant.pk, subject=subject)
@@ -73,6 +74,13 @@ def trail_record(
     status = TrailStatus.ACTIVE if positive else TrailStatus.PENDING
     expires = now + (timedelta(days=tenant.trail_ttl_days) if positive else timedelta(hours=tenant.pending_ttl_hours))
     with transaction.atomic():
+        recall_event = None
+        if recall_id is not None:
+            try:
+                recall_event = recall_event_lock(caller=caller, recall_id=recall_id)
+            except NotFound as exc:
+                raise InvalidInput("unknown recall_id",
+                                   fields={"recall_id": ["no such recall for this tenant"]}) from exc
         trail = Trail(
             tenant=tenant, scope=scope, query=query, query_normalised=normalised, embedding=embedding,
             embedding_model=embedder.version,
@@ -143,25 +151,27 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
             Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=moved)
 
 
-def trail_delete(*, tenant: Tenant, trail_id: object, actor_label: str = "system", actor: Any = None) -> None:
-    """Delete one trail (its citations go with it); audited in the same transaction."""
+def trail_delete(*, caller: Caller, trail_id: object) -> None:
+    """Delete one trail the caller sees (its citations go with it): read once, locked for the
+    delete; NotFound outside its tenant or scopes. Audited in the same transaction."""
+    require_permission(caller, KeyPermission.RECORD)
     with transaction.atomic():
-        trail = trail_get(caller=tenant_caller(tenant), trail_id=trail_id)
+        trail = trail_lock(caller=caller, trail_id=trail_id)
         trail_pk = str(trail.pk)
         trail.delete()
-        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_DELETE,
-                     target=_trail_target([trail_pk]), details={"trail_ids": [trail_pk]})
+        audit_record(tenant=caller.tenant, actor=caller.user, actor_label=caller.actor_label,
+                     action=AuditAction.TRAIL_DELETE, target=_trail_target([trail_pk]),
+                     details={"trail_ids": [trail_pk]})
 
 
-def trail_set_status(
-    *, tenant: Tenant, trail_ids: Iterable[object], status: TrailStatus, actor_label: str, actor: Any = None
-) -> int:
-    """Quarantine trails, or release them (→ active) after review; one audit entry per call.
-    Returns how many changed."""
+def trail_set_status(*, caller: Caller, trail_ids: Iterable[object], status: TrailStatus) -> int:
+    """Quarantine trails the caller sees, or release them (→ active) after review; one audit
+    entry per call. Returns how many changed."""
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     ids = [str(i) for i in trail_ids]
     with transaction.atomic():
         changed = (
-            Trail.objects.filter(tenant=tenant, pk__in=ids)
+            Trail.objects.visible_to(caller).filter(pk__in=ids)
             .exclude(status=status)
             .update(status=status, status_changed_at=timezone.now())
         )
@@ -172,11 +182,12 @@ def trail_set_status(
     return changed
 
 
-def trails_purge(*, tenant: Tenant, trail_ids: Iterable[object], actor_label: str, actor: Any = None) -> int:
-    """Delete trails of a tenant (citations go with them); one audit entry. Returns how many."""
+def trails_purge(*, caller: Caller, trail_ids: Iterable[object]) -> int:
+    """Delete trails the caller sees (citations go with them); one audit entry. Returns how many."""
+    tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     ids = [str(i) for i in trail_ids]
     with transaction.atomic():
-        _, by_model = Trail.objects.filter(tenant=tenant, pk__in=ids).delete()
+        _, by_model = Trail.objects.visible_to(caller).filter(pk__in=ids).delete()
         purged = by_model.get(Trail._meta.label, 0)
         if purged:
             audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.TRAIL_PURGE,

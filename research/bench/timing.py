@@ -19,6 +19,7 @@ from cachecore.selectors import nearest
 from cachecore.selectors.nearest import _scope_sizes, nearest_trails
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 from tenants.models import Tenant
 
 
@@ -108,7 +109,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
         tenant = tenants[q.tenant_id]
         embedder.cache_clear()
         t0 = time.perf_counter()
-        result = recall(tenant=tenant, scope=q.scope, query=q.text)
+        result = recall(caller=tenant_caller(tenant), scope=q.scope, query=q.text)
         ms = (time.perf_counter() - t0) * 1000
         samples.append(ms)
         by_path[q.path].append(ms)
@@ -206,7 +207,7 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
         cited = cited_by_tenant[tenant.pk]
         t0 = time.perf_counter()
         trail_record(
-            tenant=tenant, scope="bench:records", query=q.text, cited=cited,
+            caller=tenant_caller(tenant), scope="bench:records", query=q.text, cited=cited,
             steps=[{"tool": "search", "args": {"q": q.text}, "returned": cited}],
             signal={"source": "caller", "accepted": True},
         )

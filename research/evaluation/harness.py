@@ -41,6 +41,7 @@ from research.evaluation.metrics import (
     threshold_sweep,
 )
 from research.evaluation.naive import NaiveTextCache, changed_served
+from tenants.caller import tenant_caller
 from tenants.models import AdmissionPolicy, Tenant
 from tenants.services import SETTINGS_FIELDS, tenant_create
 
@@ -143,7 +144,7 @@ class Run:
 
     def recall_fn(self, scope: str):
         def call(query: str) -> dict[str, Any]:
-            return answer_dict(recall(tenant=self.tenant, scope=scope, query=query))
+            return answer_dict(recall(caller=tenant_caller(self.tenant), scope=scope, query=query))
         return call
 
     def agent(self, query: str, gold: Sequence[str], *, scope: str | None = None) -> AgentRun:
@@ -162,7 +163,7 @@ class Run:
         if not run.cited:
             return None
         signal = {"source": "caller", "accepted": accepted} if accepted is not None else None
-        return trail_record(tenant=self.tenant, scope=scope, query=run.query, steps=run.steps,
+        return trail_record(caller=tenant_caller(self.tenant), scope=scope, query=run.query, steps=run.steps,
                                      cited=run.cited, signal=signal, answer=answer)
 
     def set_policy(self, policy: str) -> None:
@@ -179,7 +180,7 @@ def verifier_probe(run: Run, section_id: str) -> dict[str, Any]:
     try:
         with transaction.atomic():
             trail = trail_record(
-                tenant=run.tenant, scope="eval-probe", query="probe: what does this section say?",
+                caller=tenant_caller(run.tenant), scope="eval-probe", query="probe: what does this section say?",
                 steps=[], cited=[section_id], signal={"source": "caller", "accepted": True}, answer=NON_ANSWER)
             status, verdict = trail.status, trail.verdict
             trail.delete()
@@ -500,7 +501,7 @@ def _edit_deferring_invalidation(run: Run, sections: list[dict[str, str]]) -> No
     from django.test.utils import override_settings
 
     with override_settings(TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS=0, TRAILCACHE_SYNC_CHUNK_LIMIT=0):
-        sections_upsert(tenant=run.tenant, sections=sections)
+        sections_upsert(caller=tenant_caller(run.tenant), sections=sections)
     assert run.fts is not None
     run.fts.refresh([s["id"] for s in sections])
 

@@ -13,6 +13,7 @@ from cachecore.models import Trail
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 from tenants.models import Role, Tenant
 from tenants.services import operator_create, tenant_create
 
@@ -42,7 +43,7 @@ class ConsoleWorld:
 
 def record(tenant: Tenant, query: str, cited: list[str], *, scope: str = "default", subject: str = "") -> Trail:
     return trail_record(
-        tenant=tenant, scope=scope, query=query, cited=cited, subject=subject,
+        caller=tenant_caller(tenant), scope=scope, query=query, cited=cited, subject=subject,
         steps=[{"tool": "search", "args": {"q": query}, "returned": cited}],
         signal={"source": "caller", "accepted": True},
     )
@@ -71,16 +72,16 @@ def fast_password_hashing(settings: Any) -> None:
 def world(db: None) -> ConsoleWorld:
     tenant = tenant_create(slug="acme", name="Acme Docs")
     other = tenant_create(slug="globex", name="Globex")
-    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
-    sections_upsert(tenant=other, sections=[{"id": "globex#1", "text": "Globex private text."}])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
+    sections_upsert(caller=tenant_caller(other), sections=[{"id": "globex#1", "text": "Globex private text."}])
     trails = [
         record(tenant, "How do I install Acme Sync on Ubuntu?", ["manual/install.md#linux"], subject="user-7"),
         record(tenant, "How do I reset my password?", ["manual/account.md#password"]),
         record(tenant, "What happens on a sync conflict?", ["manual/sync.md#conflicts", "manual/install.md#linux"],
                scope="group:premium"),
     ]
-    recall(tenant=tenant, scope="default", query="How do I install Acme Sync on Ubuntu?")
-    recall(tenant=tenant, scope="default", query="unrelated question about invoices")
+    recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme Sync on Ubuntu?")
+    recall(caller=tenant_caller(tenant), scope="default", query="unrelated question about invoices")
     other_trail = record(other, "Globex secret question", ["globex#1"])
     users = {
         role: operator_create(email=f"{role}@acme.test", password=PASSWORD, tenant=tenant, role=role)

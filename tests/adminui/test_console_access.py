@@ -15,6 +15,7 @@ from cachecore.models import Job, JobKind, RecallEvent, Trail, TrailStatus
 from cachecore.services.erasure import subject_erase_request
 from cachecore.services.exports import export_request
 from cachecore.services.jobs import job_execute
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create
 from tests.adminui.conftest import settings_form_data
@@ -46,9 +47,9 @@ PAGES: dict[str, tuple[Callable, set[str]]] = {
 def jobs_world(world, settings, tmp_path):
     """The console world plus a finished export (its file on disk) and an erasure job."""
     settings.MEDIA_ROOT = tmp_path / "media"
-    world.export_job = export_request(tenant=world.tenant, format="csv", actor_label="test")
+    world.export_job = export_request(caller=tenant_caller(world.tenant, actor_label="test"), format="csv")
     job_execute(job_id=str(world.export_job.pk))
-    world.erase_job = subject_erase_request(tenant=world.tenant, subject="nobody", actor_label="test")
+    world.erase_job = subject_erase_request(caller=tenant_caller(world.tenant, actor_label="test"), subject="nobody")
     return world
 
 

@@ -8,12 +8,13 @@ import re
 
 from adminui.templatetags.console import audit_details
 from cachecore.services.erasure import subject_erase
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction
 from tenants.services import audit_record
 
 
 def test_audit_details_are_a_readable_list_without_secrets(world):
-    subject_erase(tenant=world.tenant, subject="user-7", actor_label="operator:c@x")
+    subject_erase(caller=tenant_caller(world.tenant, actor_label="operator:c@x"), subject="user-7")
     audit_record(tenant=world.tenant, actor_label="operator:a@x", action=AuditAction.SETTINGS_CHANGE,
                  target="resolver_secret", details={"resolver_secret": {"old": "s3cr3t-old", "new": "s3cr3t-new"},
                                                     "coverage_floor": {"old": 0.32, "new": 0.45}})

@@ -76,15 +76,16 @@ def test_trail_detail_query_count_does_not_grow_with_citations_or_recalls(world)
 
     small = queries()  # 2 cited sections, no recall of this trail yet
     extra = {f"manual/extra.md#part-{i}": f"Extra part {i} about sync conflicts." for i in range(8)}
-    sections_upsert(tenant=world.tenant, sections=[{"id": k, "text": v} for k, v in extra.items()])
+    sections_upsert(caller=tenant_caller(world.tenant), sections=[{"id": k, "text": v} for k, v in extra.items()])
     position = Citation.objects.filter(trail=trail).count()
     Citation.objects.bulk_create([
         Citation(trail=trail, tenant=world.tenant, section_id=sid, position=position + i, recorded_hash="0" * 64)
         for i, sid in enumerate(extra)
     ])
     for _ in range(6):
-        result = recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
-        feedback_apply(tenant=world.tenant, recall_id=result.recall_id, accepted=True)
+        result = recall(caller=tenant_caller(world.tenant),
+                        scope="group:premium", query="What happens on a sync conflict?")
+        feedback_apply(caller=tenant_caller(world.tenant), recall_id=result.recall_id, accepted=True)
     body = client.get(url).content.decode()
     assert "manual/extra.md#part-7" in body and "Not recalled yet" not in body  # the larger trail is shown
     large = queries()  # 10 cited sections (8 of them changed), 6 recalls with feedback
@@ -131,8 +132,8 @@ def test_trail_list_filters_by_text_scope_status_and_sorts(world):
     assert "reset my password" in body and "Ubuntu" not in body
     body = client.get("/console/trails/?tenant=acme&scope=group:premium").content.decode()
     assert "sync conflict" in body and "reset my password" not in body
-    trail_set_status(tenant=world.tenant, trail_ids=[world.trails[1].pk], status=TrailStatus.QUARANTINED,
-                              actor_label="test")
+    trail_set_status(caller=tenant_caller(world.tenant, actor_label="test"),
+                     trail_ids=[world.trails[1].pk], status=TrailStatus.QUARANTINED)
     body = client.get("/console/trails/?tenant=acme&status=quarantined").content.decode()
     assert "reset my password" in body and "Ubuntu" not in body
     assert 'data-count="quarantined">1<' in body
@@ -192,8 +193,9 @@ def test_bulk_action_rejects_foreign_redirects_and_empty_selection(world):
 
 def test_trail_detail_shows_steps_cited_state_now_and_recall_history(world):
     trail = world.trails[2]
-    sections_upsert(tenant=world.tenant, sections=[{"id": "manual/sync.md#conflicts", "text": "Rewritten."}])
-    recall(tenant=world.tenant, scope="group:premium", query="What happens on a sync conflict?")
+    sections_upsert(caller=tenant_caller(world.tenant),
+                    sections=[{"id": "manual/sync.md#conflicts", "text": "Rewritten."}])
+    recall(caller=tenant_caller(world.tenant), scope="group:premium", query="What happens on a sync conflict?")
     body = world.client("compliance").get(f"/console/trails/{trail.pk}/?tenant=acme").content.decode()
     assert "What happens on a sync conflict?" in body
     assert 'state-changed">changed<' in body and 'state-valid">valid<' in body
@@ -232,7 +234,7 @@ def test_sections_search_and_detail_with_special_characters(world):
     assert "apt install acme-sync" in detail
     assert "How do I install Acme Sync on Ubuntu?" in detail and "What happens on a sync conflict?" in detail
     assert client.get("/console/sections/detail/?tenant=acme&id=nope").status_code == 404
-    section_delete(tenant=world.tenant, section_id="manual/account.md#password")
+    section_delete(caller=tenant_caller(world.tenant), section_id="manual/account.md#password")
     gone = client.get("/console/sections/detail/?tenant=acme&id=manual%2Faccount.md%23password").content.decode()
     assert "deleted" in gone and "reset my password" in gone
 
@@ -282,7 +284,7 @@ def test_api_key_is_shown_once_then_revoked(world):
 
 
 def test_audit_log_filters_by_action_actor_and_date(world):
-    trails_purge(tenant=world.tenant, trail_ids=[world.trails[0].pk], actor_label="operator:a@x.test")
+    trails_purge(caller=tenant_caller(world.tenant, actor_label="operator:a@x.test"), trail_ids=[world.trails[0].pk])
     api_key_create(tenant=world.tenant, name="k", actor_label="operator:b@x.test")
     client = world.client("compliance")
     body = client.get("/console/audit/?tenant=acme&action=trail.purge", **HTMX).content.decode()

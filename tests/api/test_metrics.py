@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api import metrics
 from cachecore.models import Job, JobKind, JobStatus
+from tenants.caller import tenant_caller
 
 
 def scrape(client: Client | None = None, **headers: str) -> dict[str, dict[tuple, float]]:
@@ -35,7 +36,7 @@ def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its
     }
     from cachecore.services.recall import recall
 
-    result = recall(tenant=make_tenant(), scope="default", query="anything at all")
+    result = recall(caller=tenant_caller(make_tenant()), scope="default", query="anything at all")
     assert set(result.diagnostics.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
     assert set(metrics.PHASES) <= set(result.diagnostics.timings)
 

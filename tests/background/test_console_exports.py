@@ -116,7 +116,7 @@ def test_downloads_are_audited_from_the_console_and_the_api(people, run_jobs):
     run_jobs()
     job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
     assert client.get(f"/console/exports/{job.pk}/download/?tenant=acme").status_code == 200
-    _, raw = api_key_create(tenant=tenant, name="exporter")
+    _, raw = api_key_create(tenant=tenant, name="exporter", permissions=["export"])
     assert ApiCaller(tenant, raw).get(f"/api/v1/exports/{job.pk}/download").status_code == 200
     entries = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT_DOWNLOAD).order_by("created_at", "id")
     assert [e.actor_label for e in entries] == ["operator:c@acme.test", f"apikey:{raw[:11]}"]

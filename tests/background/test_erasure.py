@@ -11,6 +11,7 @@ from cachecore.models import Citation, Job, JobStatus, RecallEvent, Trail
 from cachecore.services.erasure import subject_erase_request
 from cachecore.services.exports import export_request
 from cachecore.services.subjects import subject_hash
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
 from tests.background.factories import make_recall_event, make_trail
 
@@ -35,11 +36,11 @@ def test_erasure_job_leaves_nothing_of_the_subject(make_tenant, run_jobs):
     other = make_trail(tenant, query="bob's question", subject="bob")
     make_recall_event(tenant, query="alice's secret question", subject=SUBJECT, trail=theirs)
     kept = make_recall_event(tenant, query="bob again", subject="bob", trail=other)
-    export_request(tenant=tenant, format="csv", subject=SUBJECT, actor_label="operator:c@x")
+    export_request(caller=tenant_caller(tenant, actor_label="operator:c@x"), format="csv", subject=SUBJECT)
     run_jobs()
     done_export = Job.objects.get(kind="export")
 
-    job = subject_erase_request(tenant=tenant, subject=SUBJECT, actor_label="operator:c@x")
+    job = subject_erase_request(caller=tenant_caller(tenant, actor_label="operator:c@x"), subject=SUBJECT)
     assert job.status == JobStatus.QUEUED
     run_jobs()
     job.refresh_from_db()
@@ -65,7 +66,7 @@ def test_erasure_api_and_job_have_the_same_effect(make_caller, run_jobs):
         make_trail(caller.tenant, subject=SUBJECT)
         make_recall_event(caller.tenant, subject=SUBJECT, query="q")
     assert api.delete(f"/api/v1/subjects/{SUBJECT}").json() == {"deleted": 2}
-    subject_erase_request(tenant=console.tenant, subject=SUBJECT, actor_label="operator:x")
+    subject_erase_request(caller=tenant_caller(console.tenant, actor_label="operator:x"), subject=SUBJECT)
     run_jobs()
     assert Job.objects.get(tenant=console.tenant).result == {"deleted": 2}
     for caller in (api, console):
@@ -77,10 +78,10 @@ def test_a_queued_export_filtered_on_an_erased_subject_exports_nothing(make_tena
     tenant = make_tenant()
     make_trail(tenant, subject=SUBJECT)
     make_trail(tenant, subject="bob")
-    export = export_request(tenant=tenant, format="jsonl", subject=SUBJECT, actor_label="x")
+    export = export_request(caller=tenant_caller(tenant, actor_label="x"), format="jsonl", subject=SUBJECT)
     from cachecore.services.erasure import subject_erase
 
-    subject_erase(tenant=tenant, subject=SUBJECT, actor_label="x")
+    subject_erase(caller=tenant_caller(tenant, actor_label="x"), subject=SUBJECT)
     run_jobs()
     export.refresh_from_db()
     assert export.status == JobStatus.DONE and export.result["rows"] == 0
@@ -94,7 +95,7 @@ def test_erasure_deletes_the_subjects_trails_in_every_status(make_caller, run_jo
         make_trail(caller.tenant, query="alice's question", subject=SUBJECT, status=status)
         make_trail(caller.tenant, query="bob's question", subject="bob", status=status)
     assert api.delete(f"/api/v1/subjects/{SUBJECT}").json() == {"deleted": 1}
-    subject_erase_request(tenant=console.tenant, subject=SUBJECT, actor_label="operator:x")
+    subject_erase_request(caller=tenant_caller(console.tenant, actor_label="operator:x"), subject=SUBJECT)
     run_jobs()
     assert Job.objects.get(tenant=console.tenant).result == {"deleted": 1}
     for caller in (api, console):

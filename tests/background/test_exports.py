@@ -119,7 +119,7 @@ def test_another_tenants_key_gets_404_for_status_and_download(caller, outsider, 
 
 
 def test_a_scope_limited_key_may_not_export(make_caller):
-    limited = make_caller(scopes=["group:a"])
+    limited = make_caller(scopes=["group:a:"])
     response = limited.post("/api/v1/exports", {"format": "csv"})
     assert response.status_code == 403
     assert not Job.objects.exists()
@@ -127,7 +127,7 @@ def test_a_scope_limited_key_may_not_export(make_caller):
 
 def test_a_scope_limited_key_may_not_read_the_status_or_download_of_its_tenants_export(caller, make_caller,
                                                                                     run_jobs):
-    limited = make_caller(tenant=caller.tenant, scopes=["group:a"])
+    limited = make_caller(tenant=caller.tenant, scopes=["group:a:"])
     make_trail(caller.tenant, query="in scope b", scope="group:b")
     export_id = caller.post("/api/v1/exports", {"format": "csv"}).json()["export_id"]
     run_jobs()

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tenants.caller import tenant_caller
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
@@ -123,7 +125,7 @@ def console_tenant(transactional_db: None) -> Any:
     from tenants.services import operator_create, tenant_create
 
     tenant = tenant_create(slug="acme", name="Acme Docs")
-    sections_upsert(tenant=tenant, sections=[
+    sections_upsert(caller=tenant_caller(tenant), sections=[
         {"id": "manual/install.md#linux", "text": "Install with apt install acme-sync on Debian and Ubuntu."},
         {"id": "manual/account.md#password", "text": "To reset your password, choose Forgot password."},
         {"id": "manual/sync.md#conflicts", "text": "When a file changes on two devices, both copies are kept."},
@@ -133,7 +135,7 @@ def console_tenant(transactional_db: None) -> Any:
         ("How do I reset my password?", "manual/account.md#password"),
         ("What happens on a sync conflict?", "manual/sync.md#conflicts"),
     ]:
-        trail_record(tenant=tenant, scope="default", query=query, cited=[cited],
+        trail_record(caller=tenant_caller(tenant), scope="default", query=query, cited=[cited],
                               steps=[{"tool": "search", "args": {"q": query}, "returned": [cited]}],
                               signal={"source": "caller", "accepted": True})
     for role in (Role.SUPPORT, Role.ADMIN):

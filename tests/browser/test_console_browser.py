@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from cachecore.models import Trail
+from tenants.caller import tenant_caller
 from tests.browser.conftest import login
 
 pytestmark = pytest.mark.browser
@@ -67,7 +68,7 @@ def test_dashboard_window_switches_in_place(page, live_server, console_tenant):
     from cachecore.services.recall import recall
 
     for query in ("How do I install Acme Sync on Ubuntu?", "something else entirely"):
-        recall(tenant=console_tenant, scope="default", query=query)
+        recall(caller=tenant_caller(console_tenant), scope="default", query=query)
     login(page, live_server, "admin@acme.test", next_path=quote("/console/?tenant=acme&days=30"))
     page.wait_for_selector("#dashboard svg")
     assert int(page.inner_text("[data-kpi=recalls]")) == 2

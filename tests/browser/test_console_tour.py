@@ -15,6 +15,7 @@ import pytest
 
 from cachecore.demo import seed_demo_data
 from cachecore.models import Trail
+from tenants.caller import tenant_caller
 from tests.browser.conftest import PASSWORD, login, open_page
 
 pytestmark = pytest.mark.browser
@@ -37,8 +38,8 @@ def demo_world(transactional_db: None) -> dict[str, Any]:
     seed_demo_data(tenant=demo)
     # A throw-away tenant that sorts first, as a test run leaves behind: not where anyone lands.
     scratch = tenant_create(slug="aaa-scratch", name="Scratch")
-    sections_upsert(tenant=scratch, sections=[{"id": "s#1", "text": "Scratch text."}])
-    trail_record(tenant=scratch, scope="default", query="scratch question", cited=["s#1"], steps=[],
+    sections_upsert(caller=tenant_caller(scratch), sections=[{"id": "s#1", "text": "Scratch text."}])
+    trail_record(caller=tenant_caller(scratch), scope="default", query="scratch question", cited=["s#1"], steps=[],
                           signal={"source": "caller", "accepted": True})
     operator_create(email="root@trailcache.test", password=PASSWORD, tenant=None, role=None, superuser=True)
     install = Trail.objects.get(tenant=demo, query="How do I install Acme Sync on Ubuntu?")

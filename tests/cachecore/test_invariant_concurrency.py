@@ -11,6 +11,7 @@ from cachecore.models import Citation
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 ORIGINAL = {
     "doc#install": "To install Acme on Debian, run apt install acme. The service starts at boot.",
@@ -22,9 +23,9 @@ QUERY = "How do I install and configure Acme on Debian?"
 @pytest.mark.django_db(transaction=True)
 def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tenant):
     tenant = make_tenant()
-    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
     trail = trail_record(
-        tenant=tenant, scope="default", query=QUERY, steps=[], cited=list(ORIGINAL),
+        caller=tenant_caller(tenant), scope="default", query=QUERY, steps=[], cited=list(ORIGINAL),
         signal={"source": "caller", "accepted": True},
     )
     recorded = dict(Citation.objects.filter(trail=trail).values_list("section_id", "recorded_hash"))
@@ -40,7 +41,7 @@ def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tena
                 i += 1
                 # Alternate between the recorded text and a changed one, so prefetches happen too.
                 text = ORIGINAL[section_id] if i % 2 else f"{ORIGINAL[section_id]} (edit {i})"
-                sections_upsert(tenant=tenant, sections=[{"id": section_id, "text": text}])
+                sections_upsert(caller=tenant_caller(tenant), sections=[{"id": section_id, "text": text}])
                 # Put the trail back in play when both sections match again.
                 if i % 2:
                     trail.__class__.objects.filter(pk=trail.pk).update(status="active")
@@ -52,7 +53,7 @@ def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tena
     def reader() -> None:
         try:
             for _ in range(40):
-                result = recall(tenant=tenant, scope="default", query=QUERY)
+                result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
                 outcomes.append(result.answer.outcome)
                 for section in result.answer.sections:
                     if "text" in section:

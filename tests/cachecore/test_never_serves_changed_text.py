@@ -12,6 +12,7 @@ from cachecore.models import Citation, Section, Trail
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 ORIGINAL = {
     "doc#install": "To install Acme on Debian, run apt install acme. The service starts at boot.",
@@ -26,21 +27,21 @@ BUDGET = 40
 
 
 def _record(tenant, query, cited):
-    return trail_record(tenant=tenant, scope="default", query=query, steps=[], cited=cited,
+    return trail_record(caller=tenant_caller(tenant), scope="default", query=query, steps=[], cited=cited,
                                  signal={"source": "caller", "accepted": True})
 
 
 @pytest.mark.django_db
 def test_stored_text_that_no_longer_matches_its_stored_hash_is_never_served(make_tenant):
     tenant = make_tenant()
-    sections_upsert(tenant=tenant, sections=[{"id": "doc#config", "text": ORIGINAL["doc#config"]}])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": "doc#config", "text": ORIGINAL["doc#config"]}])
     _record(tenant, QUERY, ["doc#config"])
-    assert recall(tenant=tenant, scope="default", query=QUERY).answer.outcome == "prefetch"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "prefetch"
     tampered = "Acme reads its configuration from /tmp/evil.toml. Restart after editing."
     # The row's text changes behind the service's back (a bad migration, a manual fix): its hash
     # still says the section is unchanged, but the text no longer hashes to it.
     Section.objects.filter(tenant=tenant, external_id="doc#config").update(text=tampered)
-    result = recall(tenant=tenant, scope="default", query=QUERY)
+    result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     assert result.answer.outcome != "prefetch"
     assert all(s.get("text") != tampered for s in result.answer.sections), result.answer.sections
     assert all("text" not in s for s in result.answer.sections)
@@ -49,11 +50,11 @@ def test_stored_text_that_no_longer_matches_its_stored_hash_is_never_served(make
 @pytest.mark.django_db(transaction=True)
 def test_merged_trails_cut_to_a_budget_never_serve_changed_text_while_sections_are_rewritten(make_tenant):
     tenant = make_tenant()
-    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in ORIGINAL.items()])
     trails = [_record(tenant, QUERY, ["doc#install", "doc#config"]),
               _record(tenant, SAME_QUERY, ["doc#install", "doc#upgrade"])]
     recorded = dict(Citation.objects.filter(trail__in=trails).values_list("section_id", "recorded_hash"))
-    calm = recall(tenant=tenant, scope="default", query=QUERY, budget_tokens=BUDGET)
+    calm = recall(caller=tenant_caller(tenant), scope="default", query=QUERY, budget_tokens=BUDGET)
     assert calm.answer.outcome == "prefetch" and len(calm.answer.trails) == 2 and calm.answer.omitted == ["doc#config"]
 
     stop = threading.Event()
@@ -66,7 +67,7 @@ def test_merged_trails_cut_to_a_budget_never_serve_changed_text_while_sections_a
             while not stop.is_set():
                 i += 1
                 text = ORIGINAL[section_id] if i % 2 else f"{ORIGINAL[section_id]} (edit {i})"
-                sections_upsert(tenant=tenant, sections=[{"id": section_id, "text": text}])
+                sections_upsert(caller=tenant_caller(tenant), sections=[{"id": section_id, "text": text}])
                 if i % 2:  # back to the recorded text: put the trails back in play (one row at a time:
                     for trail in trails:  # this test's own writes take no two locks at once)
                         Trail.objects.filter(pk=trail.pk).update(status="active")
@@ -87,7 +88,7 @@ def test_merged_trails_cut_to_a_budget_never_serve_changed_text_while_sections_a
             for n in range(400):  # bounded: until every kind of answer was seen while writers ran
                 # Concurrent recalls lock shared trails in one order (one UPDATE): no deadlock,
                 # so any database error fails the test.
-                result = recall(tenant=tenant, scope="default", query=QUERY, budget_tokens=budget)
+                result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY, budget_tokens=budget)
                 answers.append((result.answer.outcome, list(result.answer.trails), list(result.answer.sections),
                                 list(result.answer.omitted)))
                 if n >= 30 and all(seen(k) for k in ("merged", "cut", "other")):

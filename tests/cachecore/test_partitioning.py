@@ -16,6 +16,7 @@ from cachecore.selectors import nearest
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_delete, trail_record
+from tenants.caller import tenant_caller
 
 PARTITIONS = 16
 MIGRATION = ("cachecore", "0011_partition_trails_by_tenant")
@@ -24,11 +25,12 @@ QUERY = "How do I install Acme on Debian?"
 
 
 def _seed(tenant, *, trails: int = 1) -> list[Trail]:
-    sections_upsert(tenant=tenant, sections=[
+    sections_upsert(caller=tenant_caller(tenant), sections=[
         {"id": "doc#install", "text": "To install Acme on Debian, run apt install acme."},
         {"id": "doc#config", "text": "Acme reads its configuration from /etc/acme/acme.toml."},
     ])
-    return [trail_record(tenant=tenant, scope="default", query=f"{QUERY} ({i})" if i else QUERY, steps=[],
+    return [trail_record(caller=tenant_caller(tenant),
+                         scope="default", query=f"{QUERY} ({i})" if i else QUERY, steps=[],
                          cited=["doc#install", "doc#config"], signal={"source": "caller", "accepted": True})
             for i in range(trails)]
 
@@ -120,7 +122,7 @@ def test_every_statement_of_a_recall_reads_one_partition_of_trails_and_citations
     nearest._scope_sizes.clear()
     tenant = tenants[0]
     with CaptureQueriesContext(connection) as captured:
-        result = recall(tenant=tenant, scope="default", query=QUERY)
+        result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     nearest._scope_sizes.clear()
     assert result.answer.outcome == "prefetch"
     statements = _statements_reading(PARTITIONED, captured.captured_queries)
@@ -135,11 +137,11 @@ def test_every_statement_of_a_recall_reads_one_partition_of_trails_and_citations
 def test_deleting_a_trail_cascades_to_citations_and_nulls_the_recall_log(make_tenant):
     tenant = make_tenant()
     served, recorded = _seed(tenant, trails=2)
-    event_id = recall(tenant=tenant, scope="default", query=QUERY).recall_id
+    event_id = recall(caller=tenant_caller(tenant), scope="default", query=QUERY).recall_id
     RecallEvent.objects.filter(pk=event_id).update(recorded_trail=recorded)
     assert RecallEvent.objects.get(pk=event_id).trail_id == served.pk
 
-    trail_delete(tenant=tenant, trail_id=served.pk)  # through Django's on_delete
+    trail_delete(caller=tenant_caller(tenant), trail_id=served.pk)  # through Django's on_delete
     assert not Citation.objects.filter(trail_id=served.pk).exists()
     assert RecallEvent.objects.get(pk=event_id).trail_id is None
 
@@ -167,9 +169,9 @@ def test_tenants_in_the_same_and_in_other_partitions_never_see_each_others_trail
     tenants = [make_tenant() for _ in range(20)]  # 20 tenants over 16 partitions: some share one
     owner = tenants[0]
     (trail,) = _seed(owner)
-    assert recall(tenant=owner, scope="default", query=QUERY).answer.trail_id == str(trail.pk)
+    assert recall(caller=tenant_caller(owner), scope="default", query=QUERY).answer.trail_id == str(trail.pk)
     for other in tenants[1:]:
-        assert recall(tenant=other, scope="default", query=QUERY).answer.outcome == "miss"
+        assert recall(caller=tenant_caller(other), scope="default", query=QUERY).answer.outcome == "miss"
         assert not Trail.objects.filter(tenant=other).exists()
 
 
@@ -187,7 +189,7 @@ def test_the_migration_moves_a_database_with_rows_back_and_forth(make_tenant):
     tenants = [make_tenant() for _ in range(3)]
     for tenant in tenants:
         _seed(tenant, trails=4)
-        recall(tenant=tenant, scope="default", query=QUERY)
+        recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     before = _counts()
     ids = set(Trail.objects.values_list("pk", flat=True))
     graph = MigrationExecutor(connection).loader.graph
@@ -205,6 +207,6 @@ def test_the_migration_moves_a_database_with_rows_back_and_forth(make_tenant):
     assert _counts() == before and set(Trail.objects.values_list("pk", flat=True)) == ids
     # Everything still works on the moved tables, new citations take fresh ids.
     tenant = tenants[0]
-    assert recall(tenant=tenant, scope="default", query=QUERY).answer.outcome == "prefetch"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "prefetch"
     _seed(tenant, trails=1)
     assert _counts()["cachecore_citation"] == before["cachecore_citation"] + 2

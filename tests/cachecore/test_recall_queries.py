@@ -5,15 +5,16 @@ import importlib
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 
 def _seed(tenant, trails, sections_per_trail):
     sections = [{"id": f"doc#{i}", "text": f"Section {i} explains how to install Acme, step {i}."}
                 for i in range(trails * sections_per_trail)]
-    sections_upsert(tenant=tenant, sections=sections)
+    sections_upsert(caller=tenant_caller(tenant), sections=sections)
     for t in range(trails):
         cited = [f"doc#{t * sections_per_trail + j}" for j in range(sections_per_trail)]
-        trail_record(tenant=tenant, scope="default", query=f"How do I install Acme, variant {t}?",
+        trail_record(caller=tenant_caller(tenant), scope="default", query=f"How do I install Acme, variant {t}?",
                               steps=[], cited=cited, signal={"source": "caller", "accepted": True})
 
 
@@ -27,9 +28,9 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
     _seed(small, trails=1, sections_per_trail=1)
     _seed(large, trails=5, sections_per_trail=8)
     for tenant in (small, large):
-        recall(tenant=tenant, scope="default", query="warm the scope-size cache")
+        recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
         with django_assert_max_num_queries(8):
-            result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+            result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
         assert result.answer.outcome == "prefetch"
     assert len(result.answer.trails) == 5 and len(result.answer.sections) == 40
 
@@ -50,7 +51,7 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
             return cur.fetchone()[0]
 
     before = hot_updates()
-    result = recall(tenant=tenant, scope="default", query="How do I install Acme, variant 0?")
+    result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
     assert result.answer.outcome == "prefetch"
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)
@@ -69,9 +70,9 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
     tenant = make_tenant()
     _seed(tenant, trails=1, sections_per_trail=1)
     query = "How do I install Acme, variant 0?"
-    recall(tenant=tenant, scope="default", query="warm the scope-size cache")
+    recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
     with CaptureQueriesContext(connection) as captured:
-        result = recall(tenant=tenant, scope="default", query=query)
+        result = recall(caller=tenant_caller(tenant), scope="default", query=query)
     assert not connection.in_atomic_block
     writes = [q["sql"] for q in captured.captured_queries if "cachecore_recallevent" in q["sql"]]
     assert len(writes) == 1 and writes[0].startswith("SET LOCAL synchronous_commit = off; ")

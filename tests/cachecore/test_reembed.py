@@ -7,14 +7,15 @@ from cachecore.services.recall import recall
 from cachecore.services.reembed import embeddings_refresh
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 QUERY = "How do I rotate the signing keys of the Acme gateway?"
 TEXT = "Rotate the gateway's signing keys with acme keys rotate; the old key stays valid for a day."
 
 
 def _seed(tenant):
-    sections_upsert(tenant=tenant, sections=[{"id": "keys#rotate", "text": TEXT}])
-    return trail_record(tenant=tenant, scope="default", query=QUERY, steps=[], cited=["keys#rotate"],
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": "keys#rotate", "text": TEXT}])
+    return trail_record(caller=tenant_caller(tenant), scope="default", query=QUERY, steps=[], cited=["keys#rotate"],
                                  signal={"source": "caller", "accepted": True})
 
 
@@ -32,12 +33,12 @@ def test_trails_of_another_model_are_not_compared_until_re_embedded(make_tenant)
     trail = _seed(tenant)
     Trail.objects.filter(pk=trail.pk).update(embedding_model="another-model@0123456789ab")
     SectionChunk.objects.filter(section__tenant=tenant).update(embedding_model="another-model@0123456789ab")
-    assert recall(tenant=tenant, scope="default", query=QUERY).answer.outcome == "miss"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"
 
     result = embeddings_refresh()
     assert result.trails >= 1 and result.sections >= 1
     assert Trail.objects.get(pk=trail.pk).embedding_model == get_embedder().version
-    again = recall(tenant=tenant, scope="default", query=QUERY)
+    again = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     assert again.answer.outcome == "prefetch" and again.answer.coverage is not None
     assert embeddings_refresh().trails == 0  # idempotent
 
@@ -50,4 +51,4 @@ def test_a_redacted_trail_of_another_model_cannot_be_re_embedded_and_stays_unmat
     result = embeddings_refresh()
     assert result.redacted_left >= 1
     assert Trail.objects.get(pk=trail.pk).embedding_model == "another-model@0123456789ab"
-    assert recall(tenant=tenant, scope="default", query=QUERY).answer.outcome == "miss"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"

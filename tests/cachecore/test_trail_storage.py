@@ -12,6 +12,7 @@ from django.db.migrations.executor import MigrationExecutor
 from cachecore.models import Trail
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
+from tenants.caller import tenant_caller
 
 MIGRATION = ("cachecore", "0012_trail_embedding_storage_main")
 
@@ -33,7 +34,7 @@ def _record(tenant, query: str) -> Trail:
     # ~700 bytes of incompressible step arguments: with the 1.5 kB vector the row is over the
     # 2 kB at which PostgreSQL starts moving values out of it.
     steps = [{"tool": "search", "args": {"q": secrets.token_hex(350)}, "returned": ["doc#a"]}]
-    return trail_record(tenant=tenant, scope="default", query=query, steps=steps, cited=["doc#a"],
+    return trail_record(caller=tenant_caller(tenant), scope="default", query=query, steps=steps, cited=["doc#a"],
                         signal={"source": "caller", "accepted": True})
 
 
@@ -45,7 +46,8 @@ def _embedding_out_of_line(trail: Trail) -> bool:
 @pytest.mark.django_db
 def test_a_large_trail_keeps_its_embedding_in_the_row_where_pgvectors_default_moved_it_out(make_tenant):
     tenant = make_tenant()
-    sections_upsert(tenant=tenant, sections=[{"id": "doc#a", "text": "Acme listens on port 8080 by default."}])
+    sections_upsert(caller=tenant_caller(tenant),
+                    sections=[{"id": "doc#a", "text": "Acme listens on port 8080 by default."}])
     assert _storage() == {"m"}
     kept = _record(tenant, "Which port does Acme listen on?")
     assert not _embedding_out_of_line(kept)

@@ -93,7 +93,7 @@ def test_each_error_status_has_its_class_and_carries_the_error_shape(service, ma
         with pytest.raises(trailcache.NotFoundError) as missing:
             tc.get_trail("00000000-0000-0000-0000-000000000000")
         assert missing.value.error == "not_found"
-    limited = make_service(scopes=["team-a"], tenant=service.tenant)
+    limited = make_service(scopes=["team-a:"], tenant=service.tenant)
     with limited.client(fail_open=False) as tc:
         with pytest.raises(trailcache.PermissionDeniedError) as denied:
             tc.recall(QUESTION, scope="team-b")

@@ -10,6 +10,7 @@ import sys
 from cachecore import demo
 from cachecore.services.sections import sections_upsert
 from examples.agent_loop import DEMO_SECTION_IDS
+from tenants.caller import tenant_caller
 
 
 def test_the_example_reads_exactly_the_demo_sections():
@@ -18,7 +19,8 @@ def test_the_example_reads_exactly_the_demo_sections():
 
 def test_the_example_misses_records_then_is_served_then_hinted(make_service):
     service = make_service(coverage_floor=demo.DEMO_COVERAGE_FLOOR)
-    sections_upsert(tenant=service.tenant, sections=[{"id": k, "text": v} for k, v in demo.SECTIONS.items()])
+    sections_upsert(caller=tenant_caller(service.tenant),
+                    sections=[{"id": k, "text": v} for k, v in demo.SECTIONS.items()])
     run = subprocess.run(
         [sys.executable, "examples/agent_loop.py", "--scope", "example:test"], capture_output=True, text=True,
         env={**os.environ, "TRAILCACHE_URL": service.url, "TRAILCACHE_API_KEY": service.api_key}, timeout=300,

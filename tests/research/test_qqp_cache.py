@@ -21,6 +21,7 @@ from research.qqp_cache import (
     write_report,
 )
 from research.splits import QQP_PATH, QQPPair
+from tenants.caller import tenant_caller
 
 
 def norm(q: str) -> str:
@@ -92,7 +93,7 @@ def replay(django_db_setup, django_db_blocker):  # noqa: ANN001 - pytest-django 
         tenant = Tenant.objects.get(slug=report["meta"]["tenant"])
         try:
             dup = next(d for d in report["details"] if d["label"] == "duplicate")
-            control = recall(tenant=tenant, scope="qqp", query=dup["pair_question"])
+            control = recall(caller=tenant_caller(tenant), scope="qqp", query=dup["pair_question"])
         finally:
             Tenant.objects.filter(pk=tenant.pk).delete()
     return report, dup, control

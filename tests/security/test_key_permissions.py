@@ -89,10 +89,11 @@ def test_stats_need_no_permission_but_a_valid_key(make_caller):
     assert _key(full.tenant, ["recall"]).get("/api/v1/stats").status_code == 200
 
 
-def test_new_keys_get_every_permission_unless_chosen(make_tenant):
+def test_new_keys_get_least_privilege_unless_chosen(make_tenant):
     tenant = make_tenant()
     key, _ = api_key_create(tenant=tenant, name="default")
-    assert key.permissions == EVERY
+    assert key.permissions == ["recall", "record", "feedback", "sections:read"]
+    assert ApiKey.objects.get(pk=key.pk).permissions == ["recall", "record", "feedback", "sections:read"]
     chosen, _ = api_key_create(tenant=tenant, name="chosen", permissions=["record", "recall", "recall"])
     assert chosen.permissions == ["recall", "record"]  # canonical order, no repeats
     with pytest.raises(ValueError, match="unknown API key permissions: admin"):
@@ -109,8 +110,10 @@ def test_create_api_key_command_takes_permissions(make_tenant):
     key = ApiKey.objects.get(tenant=tenant, name="reader")
     assert key.permissions == ["recall", "sections:read"]
     assert "permissions: recall, sections:read" in err.getvalue()
-    call_command("create_api_key", "--tenant", tenant.slug, "--name", "all", stdout=out, stderr=err)
-    assert ApiKey.objects.get(tenant=tenant, name="all").permissions == EVERY
+    call_command("create_api_key", "--tenant", tenant.slug, "--name", "default", stdout=out, stderr=err)
+    assert ApiKey.objects.get(tenant=tenant, name="default").permissions == ["recall", "record", "feedback",
+                                                                           "sections:read"]
+    assert "least-privilege default (recall, record, feedback, sections:read)" in err.getvalue()
     from django.core.management.base import CommandError
     with pytest.raises(CommandError, match="unknown API key permissions"):
         call_command("create_api_key", "--tenant", tenant.slug, "--permissions", "root", stdout=out, stderr=err)
@@ -120,66 +123,87 @@ def test_create_api_key_command_takes_permissions(make_tenant):
 
 @pytest.fixture
 def scoped(make_caller):
-    """A wide key; sections cited only in team-b (b#1), only in team-a (a#1), in both (shared#1),
-    and by no trail (loose#1); a key limited to team-a/."""
+    """A wide key; sections of team-b (b#1), of team-a (a#1), of both (shared#1), of every scope
+    (open#1) and of tenant-wide keys only (loose#1, no scopes), each cited in its scopes; a key
+    limited to team-a/."""
     wide = make_caller()
-    wide.upsert({"a#1": "Alpha text.", "b#1": "Beta text.", "shared#1": "Shared text.", "loose#1": "Loose text."})
+    for section_id, text, scopes in (("a#1", "Alpha text.", ["team-a/"]), ("b#1", "Beta text.", ["team-b/"]),
+                                     ("shared#1", "Shared text.", ["team-a/", "team-b/"]),
+                                     ("open#1", "Open text.", ["*"])):
+        wide.upsert({section_id: text}, scopes=scopes)
+    wide.upsert({"loose#1": "Loose text."})
     for scope, cited in (("team-a/x", ["a#1"]), ("team-b/x", ["b#1"]), ("team-a/y", ["shared#1"]),
-                         ("team-b/y", ["shared#1"])):
+                         ("team-b/y", ["shared#1"]), ("team-b/z", ["loose#1"])):
         assert wide.record(query=f"question about {cited[0]} in {scope}", cited=cited, scope=scope).status_code == 201
     narrow = _key(wide.tenant, EVERY, scopes=["team-a/"])
     return wide, narrow
 
 
 def _state(tenant: Any) -> tuple[list[Any], list[Any]]:
-    sections = list(Section.objects.filter(tenant=tenant).order_by("external_id").values_list("external_id", "sha256"))
+    sections = list(Section.objects.filter(tenant=tenant).order_by("external_id").values_list("external_id", "sha256",
+                                                                                             "scopes"))
     trails = list(Trail.objects.filter(tenant=tenant).order_by("scope", "query").values_list("scope", "status"))
     return sections, trails
 
 
-def test_a_scope_limited_key_reads_only_sections_its_scopes_cite(scoped):
+def test_a_scope_limited_key_reads_only_sections_of_its_scopes(scoped):
     wide, narrow = scoped
-    assert narrow.get("/api/v1/sections/a%231").status_code == 200
-    assert narrow.get("/api/v1/sections/shared%231").status_code == 200
+    for visible in ("a%231", "shared%231", "open%231"):
+        response = narrow.get(f"/api/v1/sections/{visible}")
+        assert response.status_code == 200 and "scopes" not in response.json()  # scopes: tenant-wide keys only
     for hidden in ("b%231", "loose%231", "never%231"):
         response = narrow.get(f"/api/v1/sections/{hidden}")
-        assert response.status_code == 404 and response.json()["error"] == "not_found"  # not 403: no leak
-    assert wide.get("/api/v1/sections/b%231").status_code == 200
+        assert response.status_code == 404 and response.json() == narrow.get("/api/v1/sections/never%231").json()
+    assert wide.get("/api/v1/sections/b%231").json()["scopes"] == ["team-b/"]
+    assert wide.get("/api/v1/sections/loose%231").json()["scopes"] == []
 
 
 def test_a_scope_limited_key_cannot_overwrite_or_delete_other_scopes_sections(scoped):
     wide, narrow = scoped
     before = _state(wide.tenant)
-    for section_id in ("b#1", "shared#1"):
+    for section_id in ("b#1", "shared#1", "open#1", "loose#1"):
         put = narrow.put("/api/v1/sections", {"sections": [{"id": "a#1", "text": "Changed alpha."},
                                                             {"id": section_id, "text": "Overwritten."}]})
         assert put.status_code == 403, put.content
         assert put.json()["error"] == "scope_forbidden" and section_id in str(put.json()["fields"]["sections"])
-    assert narrow.delete("/api/v1/sections/b%231").status_code == 404  # it cannot see it
-    shared = narrow.delete("/api/v1/sections/shared%231")  # it sees it, but team-b's trail cites it too
-    assert shared.status_code == 403 and shared.json()["error"] == "scope_forbidden"
+    for hidden in ("b%231", "loose%231"):
+        assert narrow.delete(f"/api/v1/sections/{hidden}").json() == narrow.delete("/api/v1/sections/x%231").json()
+    for seen in ("shared%231", "open%231"):  # it sees them, but they belong to other scopes too
+        response = narrow.delete(f"/api/v1/sections/{seen}")
+        assert response.status_code == 403 and response.json()["error"] == "scope_forbidden"
+    # Nor widen its own: every scope, or a scope outside its prefixes.
+    for scopes in (["*"], ["team-b/"], ["team-a/", "team-"]):
+        put = narrow.put("/api/v1/sections", {"sections": [{"id": "a#1", "text": "Alpha text.", "scopes": scopes}]})
+        assert put.status_code == 403 and put.json()["error"] == "scope_forbidden", scopes
     assert _state(wide.tenant) == before  # nothing written, no trail invalidated
     assert not AuditEntry.objects.filter(tenant=wide.tenant, action=AuditAction.SECTION_DELETE).exists()
 
 
-def test_a_scope_limited_key_may_change_sections_only_its_scopes_cite(scoped):
+def test_a_scope_limited_key_may_change_sections_of_its_scopes(scoped):
     wide, narrow = scoped
     put = narrow.put("/api/v1/sections", {"sections": [{"id": "a#1", "text": "Changed alpha."},
-                                                       {"id": "loose#1", "text": "Changed loose."},
-                                                       {"id": "new#1", "text": "Brand new."}]})
+                                                       {"id": "new#1", "text": "Brand new."},
+                                                       {"id": "mine#1", "text": "Narrower.", "scopes": ["team-a/x"]}]})
     assert put.status_code == 200, put.content
+    assert put.json() == {"created": 2, "updated": 1, "unchanged": 0, "invalidated_trails": 1}
+    assert Section.objects.get(tenant=wide.tenant, external_id="new#1").scopes == ["team-a/"]
+    assert Section.objects.get(tenant=wide.tenant, external_id="mine#1").scopes == ["team-a/x"]
     assert Trail.objects.get(tenant=wide.tenant, scope="team-a/x").status == TrailStatus.STALE
     assert Trail.objects.get(tenant=wide.tenant, scope="team-b/x").status == TrailStatus.ACTIVE
     assert narrow.delete("/api/v1/sections/a%231").status_code == 204
     assert not Section.objects.filter(tenant=wide.tenant, external_id="a#1").exists()
-    # A key without scope limits may change what every scope cites.
+    # A key without scope limits may change what every scope sees, and rescope it.
     assert wide.delete("/api/v1/sections/shared%231").status_code == 204
+    rescoped = wide.put("/api/v1/sections", {"sections": [{"id": "b#1", "text": "Beta text.", "scopes": ["*"]}]})
+    assert rescoped.json() == {"created": 0, "updated": 1, "unchanged": 0, "invalidated_trails": 0}
+    assert narrow.get("/api/v1/sections/b%231").status_code == 200
 
 
 def test_a_record_links_only_a_recall_of_the_keys_scopes(scoped):
     wide, narrow = scoped
     other = wide.recall("question about b#1 in team-b/x", scope="team-b/x")["recall_id"]
     own = narrow.recall("question about a#1 in team-a/x", scope="team-a/x")["recall_id"]
+    assert narrow.get(f"/api/v1/sections/{'a%231'}").status_code == 200
     refused = narrow.record(query="Another alpha question?", cited=["a#1"], scope="team-a/z", recall_id=other)
     assert refused.status_code == 400 and refused.json()["fields"] == {"recall_id": ["no such recall for this tenant"]}
     assert not Trail.objects.filter(tenant=wide.tenant, scope="team-a/z").exists()

@@ -19,7 +19,7 @@ def test_a_record_cannot_link_a_recall_outside_its_keys_scopes(make_caller, make
     tenant = make_tenant()
     wide = make_caller(tenant=tenant)
     narrow = make_caller(tenant=tenant, scopes=["team-a/"])
-    wide.upsert({"doc#a": "Acme reads /etc/acme.toml."})
+    wide.upsert({"doc#a": "Acme reads /etc/acme.toml."}, scopes=["*"])
     secret_recall = wide.recall(QUERY, scope="team-b/x")["recall_id"]
     own_recall = narrow.recall(QUERY, scope="team-a/x")["recall_id"]
 

@@ -14,6 +14,7 @@ from cachecore.models import Job, Trail, TrailStatus
 from cachecore.services.erasure import subject_erase
 from cachecore.services.exports import export_request
 from cachecore.services.trails import trail_set_status, trails_purge
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditEntry, Tenant
 from tenants.services import api_key_create, api_key_revoke, tenant_settings_update
 from tests.background.factories import make_trail
@@ -55,14 +56,16 @@ CHANGES: dict[str, tuple[Callable, Callable]] = {
                    lambda w: ApiKey.objects.filter(name="new").exists()),
     "key.revoke": (lambda w: api_key_revoke(key=w["key"], actor_label="t"),
                    lambda w: ApiKey.objects.get(pk=w["key"].pk).revoked_at is not None),
-    "trail.quarantine": (lambda w: trail_set_status(tenant=w["tenant"], trail_ids=[w["trail"].pk],
-                                                             status=TrailStatus.QUARANTINED, actor_label="t"),
+    "trail.quarantine": (lambda w: trail_set_status(caller=tenant_caller(w["tenant"], actor_label="t"),
+                                                    trail_ids=[w["trail"].pk],
+                                                             status=TrailStatus.QUARANTINED),
                          lambda w: Trail.objects.get(pk=w["trail"].pk).status == TrailStatus.QUARANTINED),
-    "trail.purge": (lambda w: trails_purge(tenant=w["tenant"], trail_ids=[w["trail"].pk], actor_label="t"),
+    "trail.purge": (lambda w: trails_purge(caller=tenant_caller(w["tenant"], actor_label="t"),
+                                           trail_ids=[w["trail"].pk]),
                     lambda w: not Trail.objects.filter(pk=w["trail"].pk).exists()),
-    "export": (lambda w: export_request(tenant=w["tenant"], format="csv", actor_label="t"),
+    "export": (lambda w: export_request(caller=tenant_caller(w["tenant"], actor_label="t"), format="csv"),
                lambda w: Job.objects.filter(tenant=w["tenant"]).exists()),
-    "subject.erase": (lambda w: subject_erase(tenant=w["tenant"], subject="alice", actor_label="t"),
+    "subject.erase": (lambda w: subject_erase(caller=tenant_caller(w["tenant"], actor_label="t"), subject="alice"),
                       lambda w: not Trail.objects.filter(pk=w["trail"].pk).exists()),
 }
 

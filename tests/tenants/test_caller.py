@@ -24,7 +24,7 @@ QUERY = "Where does Acme read its configuration from?"
 def test_the_scope_prefix_rule():
     assert scope_allowed([], "anything")
     assert scope_allowed(("team-a/",), "team-a/x") and not scope_allowed(["team-a/"], "team-b/x")
-    assert scope_allowed(["a", "b"], "bee") and not scope_allowed(["a", "b"], "cat")
+    assert scope_allowed(["a:", "b:"], "b:ee") and not scope_allowed(["a:", "b:"], "cat")
 
 
 def test_callers_from_a_key_and_from_an_operator(make_tenant):
@@ -46,7 +46,10 @@ def two_tenants(make_caller):
     a = make_caller()
     b = make_caller()
     for caller in (a, b):
-        caller.upsert({"doc#1": "Acme reads /etc/acme.toml.", "doc#2": "Acme writes /var/log/acme.log."})
+        assert caller.put("/api/v1/sections", {"sections": [
+            {"id": "doc#1", "text": "Acme reads /etc/acme.toml.", "scopes": ["team-a/"]},
+            {"id": "doc#2", "text": "Acme writes /var/log/acme.log.", "scopes": ["team-b/"]},
+        ]}).status_code == 200
         for scope, cited in (("team-a/x", ["doc#1"]), ("team-b/x", ["doc#2"])):
             assert caller.record(query=QUERY, cited=cited, scope=scope).status_code == 201
             caller.recall(QUERY, scope=scope)

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tenants.models import KeyPermission, Tenant
+from tenants.models import DEFAULT_KEY_PERMISSIONS, KeyPermission, Tenant
 from tenants.services import api_key_create, tenant_create
 
 
@@ -17,9 +17,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="tenant slug")
         parser.add_argument("--create-tenant", action="store_true", help="create the tenant if missing")
-        parser.add_argument("--scopes", default="", help="comma-separated scope prefixes the key is limited to")
+        parser.add_argument("--scopes", default="",
+                            help="comma-separated scope prefixes the key is limited to, each ending in ':' or '/'")
         parser.add_argument("--permissions", default="",
-                            help=f"comma-separated permissions ({', '.join(KeyPermission.values)}); default: all")
+                            help=f"comma-separated permissions ({', '.join(KeyPermission.values)}); default "
+                            f"(least privilege): {', '.join(DEFAULT_KEY_PERMISSIONS)}")
         parser.add_argument("--name", default="cli", help="a name for the key")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -37,6 +39,9 @@ class Command(BaseCommand):
                                       permissions=permissions, actor_label="cli:create_api_key")
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        if permissions is None:
+            self.stderr.write(f"no --permissions given: the key gets the least-privilege default "
+                              f"({', '.join(key.permissions)}); pass --permissions for more")
         self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}; "
                           f"permissions: {', '.join(key.permissions)}):")
         self.stdout.write(raw)

@@ -1,0 +1,341 @@
+"""The scope matrix (issue 21 item 5): every operation, for every persona — a tenant-wide key, a
+key limited to ``public:`` acting inside its scopes, the same key reaching outside them, another
+tenant's key, and each console role — with the answer asserted AND, on every refusal, the proof
+that nothing was written (the tenant's rows, field by field, before and after).
+
+The world: tenant ``acme`` with section ``pub#1`` (scopes ``public:``) and ``int#1`` (scopes
+``internal:``), a trail and a recall in ``public:x`` and in ``internal:x``, one export job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from cachecore.models import Citation, Job, JobKind, RecallEvent, Section, Trail
+from tenants.models import AuditEntry, Role, Tenant, all_key_permissions
+from tenants.services import api_key_create, operator_create
+from tests.conftest import ApiCaller
+
+PUBLIC_TEXT = "Public: the opening hours are nine to five."
+INTERNAL_TEXT = "Internal: the salary bands of 2025."
+QUERY_PUBLIC = "When are you open?"
+QUERY_INTERNAL = "What are the salary bands?"
+
+
+@dataclass
+class World:
+    tenant: Tenant
+    wide: ApiCaller
+    limited: ApiCaller
+    other: ApiCaller
+    trail_public: str
+    trail_internal: str
+    recall_public: str
+    recall_internal: str
+    export_id: str
+
+
+def snapshot(tenant: Tenant) -> dict[str, Any]:
+    """Everything an operation could write, for one tenant."""
+    return {
+        "sections": list(Section.objects.filter(tenant=tenant).order_by("external_id")
+                         .values_list("external_id", "sha256", "text", "scopes")),
+        "trails": list(Trail.objects.filter(tenant=tenant).order_by("id")
+                       .values_list("id", "scope", "status", "positive_feedback", "negative_feedback")),
+        "citations": Citation.objects.filter(tenant=tenant).count(),
+        "recalls": list(RecallEvent.objects.filter(tenant=tenant).order_by("id")
+                        .values_list("id", "feedback", "recorded_trail_id")),
+        "jobs": list(Job.objects.filter(tenant=tenant).order_by("id").values_list("id", "kind", "status")),
+        "audit": AuditEntry.objects.filter(tenant=tenant).count(),
+    }
+
+
+@pytest.fixture
+def world(make_tenant, make_caller) -> World:
+    tenant = make_tenant("acme")
+    wide = make_caller(tenant=tenant)
+    limited = make_caller(tenant=tenant, scopes=["public:"])  # every permission: scopes alone restrict it
+    other = make_caller()
+    wide.upsert({"pub#1": PUBLIC_TEXT}, scopes=["public:"])
+    wide.upsert({"int#1": INTERNAL_TEXT}, scopes=["internal:"])
+    trails = {}
+    for scope, query, cited in (("public:x", QUERY_PUBLIC, "pub#1"), ("internal:x", QUERY_INTERNAL, "int#1")):
+        response = wide.record(query=query, cited=[cited], scope=scope, subject="alice")
+        assert response.status_code == 201, response.content
+        trails[scope] = response.json()["trail_id"]
+    recall_public = wide.recall(QUERY_PUBLIC, scope="public:x")
+    recall_internal = wide.recall(QUERY_INTERNAL, scope="internal:x")
+    assert recall_public["outcome"] == recall_internal["outcome"] == "prefetch"
+    export = wide.post("/api/v1/exports", {"format": "csv"})
+    assert export.status_code == 202, export.content
+    return World(tenant, wide, limited, other, trails["public:x"], trails["internal:x"],
+                 recall_public["recall_id"], recall_internal["recall_id"], export.json()["export_id"])
+
+
+def _refused(world: World, response: Any, status: int, error: str | None = None) -> None:
+    assert response.status_code == status, response.content
+    if error:
+        assert response.json()["error"] == error
+
+
+# ---- the API ------------------------------------------------------------------------------------
+
+def _record(caller: ApiCaller, scope: str, cited: str) -> Any:
+    return caller.record(query="Another question about it?", cited=[cited], scope=scope)
+
+
+def test_record(world):
+    before = snapshot(world.tenant)
+    _refused(world, _record(world.limited, "public:y", "int#1"), 422, "unknown_sections")  # outside: cite
+    _refused(world, _record(world.limited, "internal:y", "int#1"), 403, "scope_forbidden")  # outside: scope
+    _refused(world, _record(world.other, "public:x", "pub#1"), 422, "unknown_sections")  # another tenant
+    assert snapshot(world.tenant) == before
+    assert _record(world.limited, "public:y", "pub#1").status_code == 201  # inside
+    assert _record(world.wide, "internal:y", "int#1").status_code == 201  # tenant-wide
+    assert Trail.objects.filter(tenant=world.tenant).count() == len(before["trails"]) + 2
+
+
+def test_recall(world):
+    inside = world.limited.recall(QUERY_PUBLIC, scope="public:x")
+    assert inside["outcome"] == "prefetch" and [s["id"] for s in inside["sections"]] == ["pub#1"]
+    wide = world.wide.recall(QUERY_INTERNAL, scope="internal:x")
+    assert [s["text"] for s in wide["sections"]] == [INTERNAL_TEXT]
+    before = snapshot(world.tenant)
+    _refused(world, world.limited.post("/api/v1/recall", {"scope": "internal:x", "query": QUERY_INTERNAL}), 403,
+             "scope_forbidden")
+    assert snapshot(world.tenant) == before
+    # Another tenant's key is served nothing of this tenant, in the same scope.
+    foreign = world.other.recall(QUERY_PUBLIC, scope="public:x")
+    assert foreign["outcome"] == "miss" and foreign["sections"] == []
+    assert snapshot(world.tenant) == before
+
+
+def test_recall_checks_the_sections_scopes_when_serving(world):
+    """A section rescoped after its trail was recorded counts as missing for that recall."""
+    assert world.wide.put("/api/v1/sections", {"sections": [
+        {"id": "pub#1", "text": PUBLIC_TEXT, "scopes": ["public:other"]}]}).status_code == 200
+    result = world.limited.recall(QUERY_PUBLIC, scope="public:x")
+    assert result["outcome"] != "prefetch" and result["sections"] == []
+    assert PUBLIC_TEXT not in str(result)
+    # Once it admits the scope again, it is served again.
+    assert world.wide.put("/api/v1/sections", {"sections": [
+        {"id": "pub#1", "text": PUBLIC_TEXT, "scopes": ["public:x", "public:other"]}]}).status_code == 200
+    assert world.limited.recall(QUERY_PUBLIC, scope="public:x")["sections"][0]["text"] == PUBLIC_TEXT
+
+
+def test_feedback(world):
+    before = snapshot(world.tenant)
+    unknown = world.limited.post("/api/v1/recalls/00000000-0000-4000-8000-000000000000/feedback",
+                                 {"accepted": False})
+    for caller, recall_id in ((world.limited, world.recall_internal), (world.other, world.recall_public)):
+        response = caller.post(f"/api/v1/recalls/{recall_id}/feedback", {"accepted": False})
+        _refused(world, response, 404, "not_found")
+        assert response.json() == unknown.json()
+    assert snapshot(world.tenant) == before
+    assert world.limited.post(f"/api/v1/recalls/{world.recall_public}/feedback", {"accepted": True}).status_code == 200
+    assert world.wide.post(f"/api/v1/recalls/{world.recall_internal}/feedback", {"accepted": True}).status_code == 200
+    assert set(RecallEvent.objects.filter(tenant=world.tenant).values_list("feedback", flat=True)) == {True}
+
+
+def test_section_read(world):
+    never = world.limited.get("/api/v1/sections/never%231").json()
+    _refused(world, world.limited.get("/api/v1/sections/int%231"), 404, "not_found")
+    assert world.limited.get("/api/v1/sections/int%231").json() == never
+    _refused(world, world.other.get("/api/v1/sections/pub%231"), 404, "not_found")
+    inside = world.limited.get("/api/v1/sections/pub%231").json()
+    assert inside["text"] == PUBLIC_TEXT and "scopes" not in inside
+    assert world.wide.get("/api/v1/sections/int%231").json()["scopes"] == ["internal:"]
+
+
+def test_section_write(world):
+    before = snapshot(world.tenant)
+    put = world.limited.put("/api/v1/sections", {"sections": [{"id": "int#1", "text": "Rewritten."}]})
+    _refused(world, put, 403, "scope_forbidden")
+    widen = world.limited.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": PUBLIC_TEXT,
+                                                                 "scopes": ["*"]}]})
+    _refused(world, widen, 403, "scope_forbidden")
+    # Another tenant's key writes its own tenant's pub#1, never this one's.
+    assert world.other.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": "Theirs."}]}).status_code == 200
+    assert snapshot(world.tenant) == before
+    assert world.limited.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": "New public."}]}
+                             ).json()["updated"] == 1
+    assert world.wide.put("/api/v1/sections", {"sections": [{"id": "int#1", "text": "New internal."}]}
+                          ).json()["updated"] == 1
+    assert Section.objects.get(tenant=world.tenant, external_id="pub#1").scopes == ["public:"]
+
+
+def test_section_delete(world):
+    before = snapshot(world.tenant)
+    never = world.limited.delete("/api/v1/sections/never%231")
+    for caller, section in ((world.limited, "int%231"), (world.other, "pub%231")):
+        response = caller.delete(f"/api/v1/sections/{section}")
+        _refused(world, response, 404, "not_found")
+        assert response.json() == never.json()
+    assert snapshot(world.tenant) == before
+    assert world.limited.delete("/api/v1/sections/pub%231").status_code == 204
+    assert world.wide.delete("/api/v1/sections/int%231").status_code == 204
+    assert not Section.objects.filter(tenant=world.tenant).exists()
+
+
+def test_trail_read(world):
+    for caller, trail in ((world.limited, world.trail_internal), (world.other, world.trail_public)):
+        _refused(world, caller.get(f"/api/v1/trails/{trail}"), 404, "not_found")
+    assert world.limited.get(f"/api/v1/trails/{world.trail_public}").json()["cited"][0]["hash"]
+    assert world.wide.get(f"/api/v1/trails/{world.trail_internal}").json()["cited"][0]["hash"]
+    # A section of its trail rescoped out of its reach: its hash is no longer shown to the key.
+    world.wide.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": PUBLIC_TEXT, "scopes": ["internal:"]}]})
+    assert world.limited.get(f"/api/v1/trails/{world.trail_public}").json()["cited"] == [{"id": "pub#1",
+                                                                                         "hash": None}]
+    assert world.wide.get(f"/api/v1/trails/{world.trail_public}").json()["cited"][0]["hash"]
+
+
+def test_trail_delete(world):
+    before = snapshot(world.tenant)
+    for caller, trail in ((world.limited, world.trail_internal), (world.other, world.trail_public)):
+        _refused(world, caller.delete(f"/api/v1/trails/{trail}"), 404, "not_found")
+    assert snapshot(world.tenant) == before
+    assert world.limited.delete(f"/api/v1/trails/{world.trail_public}").status_code == 204
+    assert world.wide.delete(f"/api/v1/trails/{world.trail_internal}").status_code == 204
+    assert not Trail.objects.filter(tenant=world.tenant).exists()
+
+
+def test_exports(world, settings):
+    before = snapshot(world.tenant)
+    _refused(world, world.limited.post("/api/v1/exports", {"format": "csv"}), 403, "scope_forbidden")
+    _refused(world, world.limited.get(f"/api/v1/exports/{world.export_id}"), 403, "scope_forbidden")
+    _refused(world, world.limited.get(f"/api/v1/exports/{world.export_id}/download"), 403, "scope_forbidden")
+    _refused(world, world.other.get(f"/api/v1/exports/{world.export_id}"), 404, "not_found")
+    _refused(world, world.other.get(f"/api/v1/exports/{world.export_id}/download"), 404, "not_found")
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 1  # the one of the world is queued
+    capped = world.wide.post("/api/v1/exports", {"format": "csv"})
+    _refused(world, capped, 429, "throttled")
+    assert capped["Retry-After"] == "30"
+    assert snapshot(world.tenant) == before
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 2
+    assert world.wide.post("/api/v1/exports", {"format": "csv"}).status_code == 202
+    assert world.wide.get(f"/api/v1/exports/{world.export_id}").status_code == 200
+
+
+def test_erasure(world):
+    before = snapshot(world.tenant)
+    _refused(world, world.limited.delete("/api/v1/subjects/alice"), 403, "scope_forbidden")
+    assert world.other.delete("/api/v1/subjects/alice").json() == {"deleted": 0}  # its own tenant: none
+    assert snapshot(world.tenant) == before
+    assert world.wide.delete("/api/v1/subjects/alice").json()["deleted"] >= 2
+    assert not Trail.objects.filter(tenant=world.tenant, subject="alice").exists()
+
+
+def test_stats(world):
+    _refused(world, world.limited.get("/api/v1/stats?scope=internal:x"), 403, "scope_forbidden")
+    inside = world.limited.get("/api/v1/stats").json()
+    assert inside["recalls"] == 1  # its own scopes only
+    assert world.limited.get("/api/v1/stats?scope=public:x").json()["recalls"] == 1
+    assert world.wide.get("/api/v1/stats").json()["recalls"] == 2
+    assert world.other.get("/api/v1/stats").json()["recalls"] == 0
+
+
+def test_a_key_without_the_permission_is_refused_by_the_service_too(world):
+    """The permission lives below the API too: the service refuses a key's caller without it."""
+    from cachecore.errors import PermissionMissing
+    from cachecore.services.sections import sections_upsert
+    from tenants.caller import caller_for_key
+    from tenants.models import ApiKey
+
+    key, _ = api_key_create(tenant=world.tenant, name="reader", permissions=["recall", "sections:read"])
+    before = snapshot(world.tenant)
+    with pytest.raises(PermissionMissing):
+        sections_upsert(caller=caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk)),
+                        sections=[{"id": "pub#1", "text": "Rewritten."}])
+    assert snapshot(world.tenant) == before
+
+
+# ---- the console --------------------------------------------------------------------------------
+
+ROLES = (Role.SUPPORT, Role.ADMIN, Role.COMPLIANCE)
+
+
+@pytest.fixture
+def operators(world, make_tenant, settings) -> dict[str, Client]:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    clients = {}
+    for role in ROLES:
+        clients[role] = Client()
+        clients[role].force_login(operator_create(email=f"{role}@acme.test", password="pw-123456789",
+                                                  tenant=world.tenant, role=role))
+    outsider = make_tenant("globex")
+    clients["outsider"] = Client()
+    clients["outsider"].force_login(operator_create(email="admin@globex.test", password="pw-123456789",
+                                                    tenant=outsider, role=Role.ADMIN))
+    return clients
+
+
+def _console_operations(world: World) -> dict[str, tuple[str, str, dict[str, Any] | None]]:
+    return {
+        "section read": ("get", "/console/sections/detail/?tenant=acme&id=int%231", None),
+        "section list": ("get", "/console/sections/?tenant=acme&scope=internal:x", None),
+        "trail read": ("get", f"/console/trails/{world.trail_internal}/?tenant=acme", None),
+        "trail quarantine": ("post", "/console/trails/actions/?tenant=acme",
+                             {"action": "quarantine", "ids": world.trail_internal, "confirm": "on"}),
+        "export": ("post", "/console/exports/?tenant=acme", {"format": "csv"}),
+        "erasure": ("post", "/console/subjects/erase/?tenant=acme", {"subject": "alice", "confirm": "on"}),
+        "stats": ("get", "/console/?tenant=acme", None),
+    }
+
+
+# What each role is answered (200 read, 302 done, 403 not its role, 404 not its tenant).
+CONSOLE_EXPECTED = {
+    "section read":     {Role.SUPPORT: 200, Role.ADMIN: 200, Role.COMPLIANCE: 403, "outsider": 404},
+    "section list":     {Role.SUPPORT: 200, Role.ADMIN: 200, Role.COMPLIANCE: 403, "outsider": 404},
+    "trail read":       {Role.SUPPORT: 200, Role.ADMIN: 200, Role.COMPLIANCE: 200, "outsider": 404},
+    "trail quarantine": {Role.SUPPORT: 302, Role.ADMIN: 302, Role.COMPLIANCE: 403, "outsider": 404},
+    "export":           {Role.SUPPORT: 403, Role.ADMIN: 302, Role.COMPLIANCE: 302, "outsider": 404},
+    "erasure":          {Role.SUPPORT: 403, Role.ADMIN: 403, Role.COMPLIANCE: 302, "outsider": 404},
+    "stats":            {Role.SUPPORT: 200, Role.ADMIN: 200, Role.COMPLIANCE: 200, "outsider": 404},
+}
+
+
+@pytest.mark.parametrize("operation", list(CONSOLE_EXPECTED))
+@pytest.mark.parametrize("who", [*ROLES, "outsider"])
+def test_console(world, operators, settings, operation, who):
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 10
+    method, url, data = _console_operations(world)[operation]
+    before = snapshot(world.tenant)
+    response = getattr(operators[who], method)(url, data) if data is not None else getattr(operators[who], method)(url)
+    expected = CONSOLE_EXPECTED[operation][who]
+    assert response.status_code == expected, (operation, who, response.status_code)
+    if expected != 302:
+        assert snapshot(world.tenant) == before  # a read or a refusal writes nothing
+    else:
+        assert snapshot(world.tenant) != before
+    if operation == "section list" and expected == 200:
+        # Filtered by scope: the internal section is listed, the public one is not.
+        body = response.content.decode()
+        assert "int#1" in body and "pub#1" not in body and 'data-scopes="internal:"' in body
+
+
+def test_the_consoles_export_form_hits_the_export_cap(world, operators, settings):
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 1  # the world's export is queued
+    before = snapshot(world.tenant)
+    response = operators[Role.COMPLIANCE].post("/console/exports/?tenant=acme", {"format": "csv"})
+    assert response.status_code == 429
+    assert "exports of this tenant are queued or running" in response.content.decode()
+    assert snapshot(world.tenant) == before
+    assert Job.objects.filter(tenant=world.tenant, kind=JobKind.EXPORT).count() == 1
+
+
+def test_the_consoles_section_page_shows_its_scopes(world, operators):
+    body = operators[Role.ADMIN].get("/console/sections/detail/?tenant=acme&id=pub%231").content.decode()
+    assert 'data-scopes="public:"' in body and PUBLIC_TEXT in body
+    listing = operators[Role.ADMIN].get("/console/sections/?tenant=acme").content.decode()
+    assert 'data-scopes="public:"' in listing and 'data-scopes="internal:"' in listing
+
+
+def test_the_persona_keys_are_what_they_say(world):
+    """The matrix's keys: the limited one has every permission (scopes alone restrict it)."""
+    from tenants.models import ApiKey
+
+    keys = {tuple(k.scope_prefixes): k.permissions for k in ApiKey.objects.filter(tenant=world.tenant)}
+    assert keys == {(): all_key_permissions(), ("public:",): all_key_permissions()}

@@ -1,0 +1,113 @@
+"""Prefix semantics (issue 21 item 3): a prefix admits a scope when it equals it or ends at a
+delimiter of it; new keys' prefixes must end in ``:`` or ``/``; keys made before keep working
+(``team-a`` admits ``team-a`` and its delimited children, never ``team-ab``)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from cachecore.models import Trail
+from tenants.caller import Caller
+from tenants.models import ApiKey
+from tenants.scopes import prefix_admits, prefix_within, prefixes_overlap, scope_allowed, scope_prefix_problem
+from tenants.services import api_key_create
+
+
+@pytest.mark.parametrize(("prefix", "scope", "admitted"), [
+    ("team-a:", "team-a:x", True),
+    ("team-a:", "team-a:", True),
+    ("team-a:", "team-a", False),
+    ("team-a:", "team-ab:x", False),
+    ("team-a/", "team-a/x/y", True),
+    # A prefix made before the delimiter rule: itself and its delimited children only.
+    ("team-a", "team-a", True),
+    ("team-a", "team-a:x", True),
+    ("team-a", "team-a/x", True),
+    ("team-a", "team-ab", False),
+    ("team-a", "team-ab:x", False),
+])
+def test_a_prefix_admits_a_scope_only_at_a_delimiter(prefix, scope, admitted):
+    assert prefix_admits(prefix, scope) is admitted
+    assert scope_allowed([prefix], scope) is admitted
+
+
+def test_lists_within_and_overlap():
+    assert scope_allowed([], "anything")
+    assert scope_allowed(["a:", "b/"], "b/c") and not scope_allowed(["a:", "b/"], "bc")
+    assert prefix_within("public:docs:", "public:") and not prefix_within("public:", "public:docs:")
+    assert prefixes_overlap("public:", "public:docs:") and prefixes_overlap("public:docs:", "public:")
+    assert not prefixes_overlap("public:", "publicity:")
+
+
+def test_the_database_filter_says_the_same(make_tenant, make_caller):
+    api = make_caller()
+    api.upsert({"d#1": "Some text to cite."})
+    scopes = ["team-a", "team-a:x", "team-a/y", "team-ab", "team-ab:x", "team-b:x"]
+    for scope in scopes:
+        assert api.record(query=f"question in {scope}?", cited=["d#1"], scope=scope).status_code == 201
+    for prefixes in (("team-a",), ("team-a:",), ("team-a/", "team-b:"), ("team-ab",)):
+        caller = Caller(tenant=api.tenant, scope_prefixes=prefixes)
+        seen = set(Trail.objects.visible_to(caller).values_list("scope", flat=True))
+        assert seen == {s for s in scopes if scope_allowed(prefixes, s)}, prefixes
+
+
+def test_new_keys_need_prefixes_ending_at_a_delimiter(make_tenant):
+    tenant = make_tenant()
+    assert scope_prefix_problem("team-a:") is None and scope_prefix_problem("team-a/") is None
+    with pytest.raises(ValueError, match="must end in ':' or '/'"):
+        api_key_create(tenant=tenant, name="bad", scope_prefixes=["team-a:", "team-b"])
+    assert not ApiKey.objects.filter(tenant=tenant).exists()
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="'team-b' must end in ':' or '/'"):
+        call_command("create_api_key", "--tenant", tenant.slug, "--scopes", "team-b", stdout=io.StringIO(),
+                     stderr=err)
+    assert not ApiKey.objects.filter(tenant=tenant).exists()
+
+
+def test_an_existing_key_without_a_delimiter_keeps_working(make_tenant, make_caller):
+    tenant = make_tenant()
+    wide = make_caller(tenant=tenant)
+    wide.upsert({"d#1": "Some text to cite."})
+    key, raw = api_key_create(tenant=tenant, name="old", scope_prefixes=["team-a:"], permissions=["recall"])
+    ApiKey.objects.filter(pk=key.pk).update(scope_prefixes=["team-a"])  # as made before the rule
+    from tests.conftest import ApiCaller
+
+    old = ApiCaller(tenant, raw)
+    for scope in ("team-a", "team-a:x", "team-a/x"):
+        assert old.post("/api/v1/recall", {"scope": scope, "query": "a question?"}).status_code == 200
+    refused = old.post("/api/v1/recall", {"scope": "team-ab", "query": "a question?"})
+    assert refused.status_code == 403 and refused.json()["error"] == "scope_forbidden"
+
+
+def _admin(tenant):
+    from django.test import Client
+
+    from tenants.models import Role
+    from tenants.services import operator_create
+
+    client = Client()
+    client.force_login(operator_create(email="a@acme.test", password="pw-123456789", tenant=tenant, role=Role.ADMIN))
+    return client
+
+
+def test_the_console_refuses_a_prefix_without_a_delimiter(make_tenant):
+    tenant = make_tenant("acme")
+    response = _admin(tenant).post("/console/api-keys/?tenant=acme", {
+        "name": "bot", "scope_prefixes": "group", "permissions_shown": "1", "permissions": ["recall"]})
+    assert response.status_code == 400
+    assert "must end in" in response.content.decode()
+    assert not ApiKey.objects.filter(tenant=tenant, name="bot").exists()
+
+
+def test_the_console_gives_and_says_the_least_privilege_default(make_tenant):
+    tenant = make_tenant("acme")
+    client = _admin(tenant)
+    page = client.get("/console/api-keys/?tenant=acme").content.decode()
+    assert "Least privilege by default: recall, record, feedback, sections:read" in page
+    assert client.post("/console/api-keys/?tenant=acme", {"name": "script", "scope_prefixes": ""}).status_code == 201
+    assert ApiKey.objects.get(tenant=tenant, name="script").permissions == ["recall", "record", "feedback",
+                                                                           "sections:read"]
