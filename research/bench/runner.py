@@ -148,6 +148,7 @@ def run_bench(cfg: BenchConfig, *, log=print) -> dict:  # noqa: ANN001 - a print
         "config": {**asdict(cfg), "database_url": "",
                    "exact_search_max_trails": settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS,
                    "embedding_threads": settings.TRAILCACHE_EMBEDDING_THREADS, "cpu_count": os.cpu_count(),
+                   "embedding_model": get_embedder().version, "load_average": list(os.getloadavg()),
                    "python": platform.python_version(), "git_commit": _git_commit(),
                    "database": connection.settings_dict["NAME"], "real_trails": params.real_trails,
                    "finished_at": None},

@@ -150,8 +150,8 @@ def test_multiprocess_mode_sums_the_files_of_every_worker(tmp_path, monkeypatch)
     code = (
         "import django, os; django.setup();"
         "from api import metrics; from types import SimpleNamespace as N;"
-        "metrics.recall_observed(tenant=N(slug='x'), result=N(outcome='hint', reason='changed',"
-        " similarity=0.8, confidence=0.7))"
+        "metrics.recall_observed(tenant=N(slug='x'), result=N(answer=N(outcome='hint', reason='changed',"
+        " similarity=0.8, confidence=0.7), diagnostics=N(timings={})))"
     )
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
     for _ in range(2):

@@ -55,13 +55,14 @@ def test_an_unknown_variant_is_refused():
 @pytest.mark.django_db
 def test_erasure_drops_the_subjects_cached_query_vectors(make_tenant):
     from cachecore.services.erasure import subject_erase
+    from tenants.caller import tenant_caller
 
     tenant, other = make_tenant(), make_tenant()
     embedder = embedding.get_embedder()
     embedder.embed_query("alice asks about invoices", tenant=tenant.pk, subject="alice")
     embedder.embed_query("bob asks about invoices", tenant=tenant.pk, subject="bob")
     embedder.embed_query("alice asks about invoices", tenant=other.pk, subject="alice")
-    subject_erase(tenant=tenant, subject="alice", actor_label="test")
+    subject_erase(caller=tenant_caller(tenant), subject="alice")
     mine = [text for _, text in embedder.queries._by_tenant[str(tenant.pk)]]
     assert mine == ["bob asks about invoices"]
     assert [text for _, text in embedder.queries._by_tenant[str(other.pk)]] == ["alice asks about invoices"]
