@@ -105,13 +105,48 @@ def cache_hit_cost(emb: Embedder, queries: list[str]) -> float:
     return round((time.perf_counter() - t0) * 1e6 / (20 * len(queries)), 2)
 
 
+def interleaved(queries: list[str], rounds: int, *, threads: int = 1) -> dict:
+    """Both model versions one query after the other, ``rounds`` times over ``queries``: on a
+    machine others load too, each pair of samples sees the same load, so the ratio of the
+    medians holds where the absolute figures do not."""
+    models = {}
+    for v in VARIANTS:
+        path, sha = shipped_model(v)
+        models[v] = Embedder(path, expected_sha256=sha, threads=threads, cache_size=0)
+    for emb in models.values():
+        for q in queries[:10]:
+            emb.embed_one(q)
+    samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for i in range(rounds):
+        q = queries[i % len(queries)]
+        for v in (VARIANTS if i % 2 else VARIANTS[::-1]):  # alternate who goes first
+            t0 = time.perf_counter()
+            models[v].embed_one(q)
+            samples[v].append((time.perf_counter() - t0) * 1000)
+    out = {v: {"p50_ms": _pct(x, 50), "p99_ms": _pct(x, 99), "n": len(x)} for v, x in samples.items()}
+    a, b = models[VARIANTS[0]].embed(queries), models[VARIANTS[1]].embed(queries)
+    cosine = (a * b).sum(axis=1)
+    return {"load_before": os.getloadavg(), "threads": threads, "by_variant": out,
+            "speedup_p50": round(out[VARIANTS[1]]["p50_ms"] / out[VARIANTS[0]]["p50_ms"], 2),
+            "cosine_between_versions": {"mean": round(float(cosine.mean()), 4), "min": round(float(cosine.min()), 4)}}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="per measurement")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="small batches and samples (the test)")
+    parser.add_argument("--interleaved", type=int, default=0, metavar="ROUNDS",
+                        help="only the two model versions, one query after the other, ROUNDS times")
     args = parser.parse_args(argv)
     queries = _queries(200)
+    if args.interleaved:
+        result = interleaved(queries, args.interleaved)
+        print(json.dumps(result, indent=2))
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=2))
+        return result
     batch, sample = (32, 10) if args.quick else (128, 150)
     rows = []
     ctx = mp.get_context("spawn")
