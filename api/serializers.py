@@ -216,10 +216,50 @@ class RecallResultSerializer(serializers.Serializer):
     )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
+        """The recall hot path: the same body the declared fields give (``declared_representation``;
+        a test pins the two equal), built directly from the dataclasses without DRF's per-field
+        machinery. ``shadow`` is there only when there is a shadow decision."""
+        answer = instance.answer
+        data: dict[str, Any] = {
+            "recall_id": str(instance.recall_id),
+            "outcome": str(answer.outcome),
+            "reason": str(answer.reason),
+            "confidence": float(answer.confidence),
+            "trail_id": _str_or_none(answer.trail_id),
+            "similarity": _float_or_none(answer.similarity),
+            "coverage": _float_or_none(answer.coverage),
+            "escalated": bool(answer.escalated),
+            "sections": [_section(x) for x in answer.sections],
+            "omitted": [str(x) for x in answer.omitted],
+            "steps": answer.steps,
+            "hint": _str_or_none(answer.hint),
+            "trails": [str(t) for t in answer.trails],
+        }
+        if instance.shadow is not None:
+            data["shadow"] = RecallShadowSerializer(instance.shadow).data
+        return data
+
+    def declared_representation(self, instance: Any) -> dict[str, Any]:
+        """The body as DRF renders the declared fields (what the schema says)."""
         data = super().to_representation(instance)
         if data.get("shadow") is None:
-            data.pop("shadow", None)  # the contract: the key only when there is a shadow decision
+            data.pop("shadow", None)
         return data
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _section(section: dict[str, Any]) -> dict[str, Any]:
+    out = {"id": str(section["id"]), "status": str(section["status"])}
+    if "text" in section:
+        out["text"] = _str_or_none(section["text"])
+    return out
 
 
 class FeedbackSerializer(serializers.Serializer):

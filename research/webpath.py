@@ -34,7 +34,6 @@ from pathlib import Path
 
 from research.localstack import with_database
 from research.stats import time_calls
-from tenants.caller import tenant_caller
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "trailcache_webpath"
@@ -80,6 +79,7 @@ def seed(trails: int = 200) -> tuple[object, str]:
     from cachecore.models import Trail
     from cachecore.services.sections import sections_upsert
     from cachecore.services.trails import trail_record
+    from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import api_key_create, tenant_create
 
@@ -233,6 +233,37 @@ def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: fl
     return rows
 
 
+def serializer_cost(rounds: int) -> dict:
+    """The recall body's rendering, interleaved: the serializer's hot path against DRF's
+    declared fields, on a prefetch with three served sections (no database)."""
+    import django
+
+    django.setup()
+    from api.serializers import RecallResultSerializer
+    from cachecore.engine.decide import Reason, RecallDecision
+    from cachecore.engine.outcome import Outcome
+    from cachecore.services.recall import RecallResult
+
+    trail = "8d3f6a4e-2b1c-4d5e-9f10-112233445566"
+    answer = RecallDecision(
+        Outcome.PREFETCH, Reason.MATCH, confidence=0.93, trail_id=trail, trails=[trail], similarity=0.97,
+        coverage=0.81, sections=[{"id": f"doc#{i}", "status": "valid", "text": "Set proxy.url and restart. " * 8}
+                                 for i in range(3)],
+        steps=[{"tool": "search", "args": {"q": "proxy"}, "returned": ["doc#0", "doc#1", "doc#2"]}],
+    )
+    result = RecallResult("00000000-0000-0000-0000-000000000001", answer)
+    ways = {"hot path": lambda: RecallResultSerializer(result).data,
+            "declared fields": lambda: RecallResultSerializer(result).declared_representation(result)}
+    samples: dict[str, list[float]] = {k: [] for k in ways}
+    for i in range(rounds):
+        for name in (list(ways) if i % 2 else list(ways)[::-1]):
+            t0 = time.perf_counter()
+            ways[name]()
+            samples[name].append((time.perf_counter() - t0) * 1e6)
+    return {"load_before": os.getloadavg(), "rounds": rounds,
+            "us_p50": {k: round(statistics.median(v), 1) for k, v in samples.items()}}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=200, help="per in-process phase and per HTTP run")
@@ -246,9 +277,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--serializer", type=int, default=0, metavar="ROUNDS",
+                        help="only the recall body's rendering: hot path against DRF's declared fields")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("TRAILCACHE_DEV", "true")
+    if args.serializer:
+        out = serializer_cost(args.serializer)
+        print(json.dumps(out, indent=2))
+        return out
     # The load sends more than a client should: no request-rate limits while it measures.
     os.environ["TRAILCACHE_RATE_PER_KEY_PER_MINUTE"] = "0"
     os.environ["TRAILCACHE_RATE_PER_TENANT_PER_MINUTE"] = "0"
