@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import psycopg
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -96,14 +99,33 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     return _Read([replace(c, cited=tuple(cited[c.trail_id])) for c in candidates], Idf(sections, df))
 
 
-def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
-    """Every read in one snapshot: a read-only repeatable-read transaction of its own (inside
-    a caller's transaction, the reads simply join it)."""
+@contextmanager
+def read_only_snapshot() -> Iterator[None]:
+    """A read-only repeatable-read transaction of its own (inside a caller's transaction, the
+    reads simply join it). The isolation level and read-only mode are the connection's options
+    for this one transaction, so the driver opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ
+    READ ONLY``, with no ``SET TRANSACTION`` round trip of its own."""
     if connection.in_atomic_block:
-        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    before = (raw.isolation_level, raw.read_only)
+    raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+    try:
+        with transaction.atomic():
+            yield
+    finally:
+        if not raw.closed and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            raw.isolation_level, raw.read_only = before
+        else:
+            # Never leave a read-only connection behind for the next statement: drop it.
+            connection.close()
+
+
+def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
+    """Every read in one snapshot (``read_only_snapshot``)."""
+    with read_only_snapshot():
         return _read(caller=caller, scope=scope, vector=vector, terms=terms)
 
 

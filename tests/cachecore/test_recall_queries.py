@@ -83,3 +83,22 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
     with connection.cursor() as cur:
         cur.execute("SHOW synchronous_commit")
         assert cur.fetchone()[0] == "on"  # the setting did not outlive the write
+
+
+def test_the_snapshot_opens_read_only_repeatable_read_without_a_set_transaction(transactional_db):
+    """The reads' transaction options travel with BEGIN (the connection's options for that one
+    transaction), and the connection is back to its own options after it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from cachecore.services.recall import read_only_snapshot
+
+    with CaptureQueriesContext(connection) as captured:
+        with read_only_snapshot(), connection.cursor() as cur:
+            cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+            assert cur.fetchone() == ("repeatable read", "on")
+    assert not any("SET TRANSACTION" in q["sql"] for q in captured.captured_queries)
+    with connection.cursor() as cur:  # autocommit again, default options: writes work
+        cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+        assert cur.fetchone() == ("read committed", "off")
+        cur.execute("CREATE TEMP TABLE snapshot_probe (x int); INSERT INTO snapshot_probe VALUES (1)")
