@@ -215,12 +215,14 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
             conn.execute(f'DROP INDEX IF EXISTS "{name}"')
         load_started = time.perf_counter()
         with conn.cursor() as cur:
+            # Sections of the whole tenant (no scopes: every scope of a tenant-wide caller sees them).
             with cur.copy("COPY cachecore_section (tenant_id, external_id, text, sha256, token_count, chunks_ready, "
-                          "created_at, updated_at) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["uuid", "varchar", "text", "varchar", "int4", "bool", "timestamptz", "timestamptz"])
+                          "created_at, updated_at, scopes) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["uuid", "varchar", "text", "varchar", "int4", "bool", "timestamptz", "timestamptz",
+                                "varchar[]"])
                 for tenant, product in zip(tenants, products):
                     for ext_id, text in texts_by_product[product].items():
-                        copy.write_row([tenant.pk, ext_id, text, hashes[text], tokens[text], True, now, now])
+                        copy.write_row([tenant.pk, ext_id, text, hashes[text], tokens[text], True, now, now, []])
             section_pk = {}
             for pk, tenant_id, ext_id in conn.execute("SELECT id, tenant_id, external_id FROM cachecore_section"):
                 section_pk[(tenant_id, ext_id)] = pk
