@@ -25,3 +25,4 @@ class ApiConfig(AppConfig):
         post_delete.connect(forget_saved_key, sender=ApiKey, dispatch_uid="api.forget_deleted_key")
         # Likewise a tenant saved here (its settings travel with its keys' callers).
         post_save.connect(forget_saved_tenant, sender=Tenant, dispatch_uid="api.forget_saved_tenant")
+        post_delete.connect(forget_saved_tenant, sender=Tenant, dispatch_uid="api.forget_deleted_tenant")

@@ -5,7 +5,8 @@ A key that authenticated is remembered by this process for ``TRAILCACHE_API_KEY_
 changed key (its permissions, scopes, its tenant's settings) is seen by every process within that
 many seconds, and at once by the process that saved it (``forget_saved_key``/``forget_saved_tenant``,
 connected in api.apps). Only the sha256 of a raw key is kept,
-never the key; unknown keys are never remembered (each one is a database read, as before).
+never the key; unknown keys are never remembered (each one is a database read, as before), nor
+keys read inside a transaction (which may still roll back).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections import OrderedDict
 
 from django.conf import settings
+from django.db import connection
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -91,7 +93,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if keyword.lower() != self.keyword.lower() or not raw:
             raise exceptions.AuthenticationFailed("Authorization must be 'Bearer <api key>'.")
-        seconds = settings.TRAILCACHE_API_KEY_CACHE_SECONDS
+        # Only a committed key is remembered: inside a transaction (a test's, ATOMIC_REQUESTS) the
+        # row read may still be rolled back.
+        seconds = 0 if connection.in_atomic_block else settings.TRAILCACHE_API_KEY_CACHE_SECONDS
         digest = hashlib.sha256(raw.encode("utf-8", "surrogateescape")).digest()
         if seconds > 0:
             cached = key_cache.get(digest)

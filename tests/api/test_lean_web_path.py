@@ -19,6 +19,13 @@ from tenants.services import api_key_revoke
 NOW = 1_800_000_010.0  # ten seconds into a minute: no window ends during a test
 
 
+@pytest.fixture
+def committed_caller(transactional_db, make_caller):
+    """A key whose row is committed (only those are remembered: a test's own transaction could
+    still roll the row back)."""
+    return make_caller()
+
+
 @pytest.fixture(autouse=True)
 def _empty_key_cache():
     key_cache.clear()
@@ -26,48 +33,48 @@ def _empty_key_cache():
     key_cache.clear()
 
 
-def test_a_key_revoked_by_another_process_is_refused_within_the_cache_seconds(settings, caller):
+def test_a_key_revoked_by_another_process_is_refused_within_the_cache_seconds(settings, committed_caller):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 1
-    assert caller.get("/api/v1/stats").status_code == 200
+    assert committed_caller.get("/api/v1/stats").status_code == 200
     # Another process revokes it: a plain UPDATE, no signal reaches this one.
-    ApiKey.objects.filter(tenant=caller.tenant).update(revoked_at="2026-01-01T00:00:00Z")
-    assert caller.get("/api/v1/stats").status_code == 200  # still answered from this process's memory
+    ApiKey.objects.filter(tenant=committed_caller.tenant).update(revoked_at="2026-01-01T00:00:00Z")
+    assert committed_caller.get("/api/v1/stats").status_code == 200  # still answered from this process's memory
     time.sleep(1.1)
-    response = caller.get("/api/v1/stats")
+    response = committed_caller.get("/api/v1/stats")
     assert response.status_code == 401 and response.json()["error"] == "authentication_failed"
 
 
-def test_a_key_revoked_in_this_process_is_refused_at_once(settings, caller):
+def test_a_key_revoked_in_this_process_is_refused_at_once(settings, committed_caller):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
-    assert caller.get("/api/v1/stats").status_code == 200
-    api_key_revoke(key=ApiKey.objects.get(tenant=caller.tenant), actor_label="test")
-    assert caller.get("/api/v1/stats").status_code == 401
+    assert committed_caller.get("/api/v1/stats").status_code == 200
+    api_key_revoke(key=ApiKey.objects.get(tenant=committed_caller.tenant), actor_label="test")
+    assert committed_caller.get("/api/v1/stats").status_code == 401
 
 
-def test_a_cached_key_skips_the_database(settings, caller, django_assert_max_num_queries):
+def test_a_cached_key_skips_the_database(settings, committed_caller, django_assert_max_num_queries):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
-    assert caller.get("/api/v1/stats").status_code == 200
+    assert committed_caller.get("/api/v1/stats").status_code == 200
     with django_assert_max_num_queries(0):
         from rest_framework.test import APIRequestFactory
 
         from api.authentication import ApiKeyAuthentication
 
-        request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"Bearer {caller.raw_key}")
+        request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"Bearer {committed_caller.raw_key}")
         found_caller, key = ApiKeyAuthentication().authenticate(request)
-    assert found_caller.tenant.pk == caller.tenant.pk and key.tenant_id == caller.tenant.pk
+    assert found_caller.tenant.pk == committed_caller.tenant.pk and key.tenant_id == committed_caller.tenant.pk
 
 
-def test_zero_seconds_turns_the_cache_off(settings, caller):
+def test_zero_seconds_turns_the_cache_off(settings, committed_caller):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 0
-    assert caller.get("/api/v1/stats").status_code == 200
-    ApiKey.objects.filter(tenant=caller.tenant).update(revoked_at="2026-01-01T00:00:00Z")
-    assert caller.get("/api/v1/stats").status_code == 401
+    assert committed_caller.get("/api/v1/stats").status_code == 200
+    ApiKey.objects.filter(tenant=committed_caller.tenant).update(revoked_at="2026-01-01T00:00:00Z")
+    assert committed_caller.get("/api/v1/stats").status_code == 401
 
 
-def test_a_wrong_secret_of_a_cached_key_is_refused(settings, caller):
+def test_a_wrong_secret_of_a_cached_key_is_refused(settings, committed_caller):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
-    assert caller.get("/api/v1/stats").status_code == 200
-    wrong = caller.raw_key[:-2] + ("aa" if not caller.raw_key.endswith("aa") else "bb")
+    assert committed_caller.get("/api/v1/stats").status_code == 200
+    wrong = committed_caller.raw_key[:-2] + ("aa" if not committed_caller.raw_key.endswith("aa") else "bb")
     other = APIClient()
     other.credentials(HTTP_AUTHORIZATION=f"Bearer {wrong}")
     assert other.get("/api/v1/stats").status_code == 401
@@ -114,3 +121,17 @@ def test_one_round_trip_falls_back_to_memory_when_redis_is_down(settings, frozen
     assert counters.hit_all(limits, period=60).allowed
     refused = counters.hit_all(limits, period=60)
     assert not refused.allowed and refused.count == 2
+
+
+def test_a_key_read_inside_a_transaction_is_not_remembered(settings, caller):
+    settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
+    assert caller.get("/api/v1/stats").status_code == 200  # the test's transaction: may roll back
+    ApiKey.objects.filter(tenant=caller.tenant).update(revoked_at="2026-01-01T00:00:00Z")
+    assert caller.get("/api/v1/stats").status_code == 401
+
+
+def test_a_deleted_tenants_keys_are_forgotten_at_once(settings, committed_caller):
+    settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
+    assert committed_caller.get("/api/v1/stats").status_code == 200
+    committed_caller.tenant.delete()
+    assert committed_caller.get("/api/v1/stats").status_code == 401
