@@ -22,6 +22,7 @@ $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.
 # here (a no-op when DATABASE_URL is set or the server already runs).
 setup: $(VENV)/.installed
 	$(PY) -m config.embedded_db start >/dev/null
+	$(PY) -m cachecore.embedding build >/dev/null
 	$(PY) manage.py migrate --noinput
 
 run: setup

@@ -79,7 +79,7 @@ def tenant_label(tenant: Any) -> str:
 
 def install_recall_timers() -> list[str]:
     """Count invalidations where the sections service decides them (the recall service times its
-    own phases: ``RecallResult.timings``); returns the names wrapped (a test pins them)."""
+    own phases: ``RecallResult.diagnostics.timings``); returns the names wrapped (a test pins them)."""
     return _install_invalidation_counter(importlib.import_module("cachecore.services.sections"))
 
 
@@ -121,11 +121,13 @@ def _install_invalidation_counter(sections_module: Any) -> list[str]:
 
 def recall_observed(*, tenant: Any, result: Any) -> None:
     """Count one answered recall (called by the recall view after the service returned)."""
-    RECALLS.labels(tenant_label(tenant), result.outcome, result.reason or "none").inc()
-    if result.similarity is not None:
-        RECALL_SIMILARITY.labels(result.outcome).observe(result.similarity)
-    RECALL_CONFIDENCE.labels(result.outcome).observe(result.confidence or 0.0)
-    for phase, seconds in (getattr(result, "timings", None) or {}).items():
+    answer = result.answer
+    outcome = str(answer.outcome)
+    RECALLS.labels(tenant_label(tenant), outcome, str(answer.reason) or "none").inc()
+    if answer.similarity is not None:
+        RECALL_SIMILARITY.labels(outcome).observe(answer.similarity)
+    RECALL_CONFIDENCE.labels(outcome).observe(answer.confidence or 0.0)
+    for phase, seconds in result.diagnostics.timings.items():
         RECALL_SECONDS.labels(phase).observe(seconds)
 
 

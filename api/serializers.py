@@ -162,47 +162,104 @@ class RecallSerializer(serializers.Serializer):
         return value
 
 
-class RecallShadowSerializer(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
-    reason = serializers.CharField()
-    confidence = serializers.FloatField()
-    trail_id = serializers.UUIDField(allow_null=True)
-    trails = serializers.ListField(child=serializers.UUIDField())
-    sections = serializers.ListField(child=serializers.DictField(), help_text="Ids and states, never text.")
-
-
 class RecallSectionSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=["valid", "changed", "missing", "unverified"])
     text = serializers.CharField(required=False)
 
 
-class RecallResultSerializer(serializers.Serializer):
-    recall_id = serializers.UUIDField()
+class RecallShadowSectionSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["valid", "changed", "missing", "unverified"])
+
+
+class RecallShadowSerializer(serializers.Serializer):
+    """What recall would have answered in shadow mode: ids and states, never text."""
+
     outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"])
+    reason = serializers.CharField()
+    confidence = serializers.FloatField()
+    trail_id = serializers.UUIDField(allow_null=True)
+    trails = serializers.ListField(child=serializers.UUIDField())
+    sections = RecallShadowSectionSerializer(many=True, help_text="Ids and states, never text.")
+
+
+class RecallResultSerializer(serializers.Serializer):
+    """A recall as answered: ``RecallResult`` (services.recall) rendered from its ``answer``
+    (the engine's decision), its id, and the shadow decision when there is one."""
+
+    recall_id = serializers.UUIDField()
+    outcome = serializers.ChoiceField(choices=["prefetch", "hint", "miss"], source="answer.outcome")
     reason = serializers.ChoiceField(
-        choices=[r.value for r in Reason] + ["shadow"],
+        choices=[r.value for r in Reason], source="answer.reason",
         help_text="Why: match (prefetch); low_confidence, ambiguous, polarity, changed, unverified, hash_only, "
         "low_coverage, not_cited_before (hint); no_candidate, no_match, stale, shadow (miss).",
     )
     confidence = serializers.FloatField(
-        min_value=0, max_value=1,
+        min_value=0, max_value=1, source="answer.confidence",
         help_text="Calibrated probability that the answer's trail asks the same thing as the query (0 when "
         "nothing was close).",
     )
-    trail_id = serializers.UUIDField(allow_null=True)
-    similarity = serializers.FloatField(allow_null=True)
-    coverage = serializers.FloatField(allow_null=True)
-    escalated = serializers.BooleanField()
-    sections = RecallSectionSerializer(many=True)
-    omitted = serializers.ListField(child=serializers.CharField())
-    steps = serializers.JSONField()
-    hint = serializers.CharField(allow_null=True)
-    trails = serializers.ListField(child=serializers.UUIDField(), help_text="Trails that contributed (merged).")
+    trail_id = serializers.UUIDField(allow_null=True, source="answer.trail_id")
+    similarity = serializers.FloatField(allow_null=True, source="answer.similarity")
+    coverage = serializers.FloatField(allow_null=True, source="answer.coverage")
+    escalated = serializers.BooleanField(source="answer.escalated")
+    sections = RecallSectionSerializer(many=True, source="answer.sections")
+    omitted = serializers.ListField(child=serializers.CharField(), source="answer.omitted")
+    steps = serializers.JSONField(source="answer.steps")
+    hint = serializers.CharField(allow_null=True, source="answer.hint")
+    trails = serializers.ListField(child=serializers.UUIDField(), source="answer.trails",
+                                   help_text="Trails that contributed (merged).")
     shadow = RecallShadowSerializer(
         required=False, allow_null=True,
         help_text="Shadow mode only, when the request asked for it: what recall would have answered.",
     )
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        """The recall hot path: the same body the declared fields give (``declared_representation``;
+        a test pins the two equal), built directly from the dataclasses without DRF's per-field
+        machinery. ``shadow`` is there only when there is a shadow decision."""
+        answer = instance.answer
+        data: dict[str, Any] = {
+            "recall_id": str(instance.recall_id),
+            "outcome": str(answer.outcome),
+            "reason": str(answer.reason),
+            "confidence": float(answer.confidence),
+            "trail_id": _str_or_none(answer.trail_id),
+            "similarity": _float_or_none(answer.similarity),
+            "coverage": _float_or_none(answer.coverage),
+            "escalated": bool(answer.escalated),
+            "sections": [_section(x) for x in answer.sections],
+            "omitted": [str(x) for x in answer.omitted],
+            "steps": answer.steps,
+            "hint": _str_or_none(answer.hint),
+            "trails": [str(t) for t in answer.trails],
+        }
+        if instance.shadow is not None:
+            data["shadow"] = RecallShadowSerializer(instance.shadow).data
+        return data
+
+    def declared_representation(self, instance: Any) -> dict[str, Any]:
+        """The body as DRF renders the declared fields (what the schema says)."""
+        data = super().to_representation(instance)
+        if data.get("shadow") is None:
+            data.pop("shadow", None)
+        return data
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _section(section: dict[str, Any]) -> dict[str, Any]:
+    out = {"id": str(section["id"]), "status": str(section["status"])}
+    if "text" in section:
+        out["text"] = _str_or_none(section["text"])
+    return out
 
 
 class FeedbackSerializer(serializers.Serializer):

@@ -20,16 +20,16 @@ class KeyAndTenantRateThrottle(BaseThrottle):
         self._wait: float | None = None
         if key is None or not hasattr(key, "tenant_id"):
             return True  # unauthenticated: answered 401 anyway
-        for name, ident, limit in (
+        limits = [(f"api-{name}", ident, limit) for name, ident, limit in (
             ("key", str(key.pk), settings.TRAILCACHE_RATE_PER_KEY_PER_MINUTE),
             ("tenant", str(key.tenant_id), settings.TRAILCACHE_RATE_PER_TENANT_PER_MINUTE),
-        ):
-            if limit <= 0:
-                continue
-            verdict = counters.hit(f"api-{name}", ident, limit=limit, period=PERIOD)
-            if not verdict.allowed:
-                self._wait = verdict.retry_after
-                return False
+        ) if limit > 0]
+        # Both counters in one Redis round trip; the key's first, the tenant's only when the
+        # key is within its limit.
+        verdict = counters.hit_all(limits, period=PERIOD)
+        if not verdict.allowed:
+            self._wait = verdict.retry_after
+            return False
         return True
 
     def wait(self) -> float | None:

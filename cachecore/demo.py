@@ -237,15 +237,16 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
             made += 1
             when = _at(now, day, rng)
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)
-            if result.outcome == RecallOutcome.MISS:
+            answer = result.answer
+            if answer.outcome == RecallOutcome.MISS:
                 continue
             if rng.random() < 0.7:
                 # The agent's following record (its recall_id) says whether it cited what it was
                 # offered: the labels the settings page calibrates from. 10 % of them are noise.
                 cited = (tag is not None and tag != "reject") != (rng.random() < 0.1)
                 RecallEvent.objects.filter(pk=result.recall_id).update(
-                    offered_cited=cited, served_cited=len(result.sections) if cited and result.outcome == "prefetch"
-                    else (0 if result.outcome == "prefetch" else None))
+                    offered_cited=cited, served_cited=len(answer.sections) if cited and answer.outcome == "prefetch"
+                    else (0 if answer.outcome == "prefetch" else None))
             if tag != "reject" and rng.random() >= 0.35:
                 continue
             # Negative feedback quarantines the trail served, for review in the console.

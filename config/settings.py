@@ -182,6 +182,9 @@ REST_FRAMEWORK = {
 # Requests per minute per API key and per tenant (every key of it together); 0: no limit.
 TRAILCACHE_RATE_PER_KEY_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", 6000, minimum=0)
 TRAILCACHE_RATE_PER_TENANT_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", 12000, minimum=0)
+# An API key that authenticated is answered from the process's memory this many seconds (0: off):
+# a revoked key is refused by every process within them (api/authentication.py).
+TRAILCACHE_API_KEY_CACHE_SECONDS = env_int("TRAILCACHE_API_KEY_CACHE_SECONDS", 5, minimum=0)
 # Exports queued or running at once per tenant; one more is answered 429.
 TRAILCACHE_MAX_ACTIVE_EXPORTS = env_int("TRAILCACHE_MAX_ACTIVE_EXPORTS", 3, minimum=1)
 
@@ -199,8 +202,21 @@ TRAILCACHE_EMBEDDING_THREADS = env_int("TRAILCACHE_EMBEDDING_THREADS", 1, minimu
 # Let onnxruntime's intra-op threads spin between runs (off: they would take the core of the
 # process next to them; measured in research/embedding_throughput.py).
 TRAILCACHE_EMBEDDING_SPINNING = env_bool("TRAILCACHE_EMBEDDING_SPINNING", False)
-# Recent query vectors kept per process, keyed by (model version, normalised query); 0 turns it off.
-TRAILCACHE_EMBEDDING_CACHE_SIZE = env_int("TRAILCACHE_EMBEDDING_CACHE_SIZE", 4096, minimum=0)
+# Recent query vectors kept per tenant and process, keyed by (model version, normalised query); 0
+# turns it off. At most CACHE_TENANTS tenants' caches per process (least recently used dropped);
+# entries live CACHE_TTL_S seconds at most (how long another process keeps an erased subject's).
+TRAILCACHE_EMBEDDING_CACHE_SIZE = env_int("TRAILCACHE_EMBEDDING_CACHE_SIZE", 512, minimum=0)
+TRAILCACHE_EMBEDDING_CACHE_TENANTS = env_int("TRAILCACHE_EMBEDDING_CACHE_TENANTS", 64, minimum=1)
+TRAILCACHE_EMBEDDING_CACHE_TTL_S = env_int("TRAILCACHE_EMBEDDING_CACHE_TTL_S", 300, minimum=1)
+# The model version (cachecore/embedding.py): "dynamic-int8" (built from the package's file at
+# setup, int8 products) or "int8-weights" (the package's file as shipped). Changing it re-embeds
+# stored vectors in the background (services/reembed.py).
+TRAILCACHE_EMBEDDING_VARIANT = env_str("TRAILCACHE_EMBEDDING_VARIANT", "dynamic-int8")
+if TRAILCACHE_EMBEDDING_VARIANT not in ("dynamic-int8", "int8-weights"):
+    raise ConfigError(f"TRAILCACHE_EMBEDDING_VARIANT must be dynamic-int8 or int8-weights, "
+                      f"got {TRAILCACHE_EMBEDDING_VARIANT!r}")
+# Where the built model file is kept (default: .data/models in the checkout).
+TRAILCACHE_MODEL_DIR = env_str("TRAILCACHE_MODEL_DIR", str(BASE_DIR / ".data" / "models"))
 # Scopes with fewer active trails than this are searched exactly; larger ones through HNSW.
 TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS", 5000, minimum=0)
 # Sections whose upsert needs more chunk embeddings than this are embedded in a background task.

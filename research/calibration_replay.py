@@ -105,7 +105,7 @@ class ServiceTransport:
         from cachecore.services.recall import recall
 
         r = recall(caller=self.caller, scope=scope, query=query)
-        return Answer(r.recall_id, r.outcome, r.trail_id, tuple(r.trails or ()))
+        return Answer(r.recall_id, str(r.answer.outcome), r.answer.trail_id, tuple(r.answer.trails or ()))
 
     def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
                signal: dict[str, Any] | None, recall_id: str | None = None) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cachecore.embedding import Embedder
+from cachecore.embedding import VARIANTS, Embedder, shipped_model
 from cachecore.engine.text import normalise_query
 from research.stats import time_calls
 
@@ -47,8 +47,8 @@ def _pct(samples: list[float], q: float) -> float:
 
 def time_one(emb: Embedder, queries: list[str], seconds: float) -> dict:
     for q in queries[:10]:
-        emb.embed_one(q, cache=False)
-    samples = time_calls(lambda i: emb.embed_one(queries[i % len(queries)], cache=False), seconds=seconds)
+        emb.embed_one(q)
+    samples = time_calls(lambda i: emb.embed_one(queries[i % len(queries)]), seconds=seconds)
     return {"n": len(samples), "p50_ms": _pct(samples, 50), "p99_ms": _pct(samples, 99)}
 
 
@@ -97,12 +97,38 @@ def padding_cost(emb: Embedder, n: int = 128) -> dict:
 
 def cache_hit_cost(emb: Embedder, queries: list[str]) -> float:
     for q in queries:
-        emb.embed_one(q)
+        emb.embed_query(q, tenant="study")
     t0 = time.perf_counter()
     for _ in range(20):
         for q in queries:
-            emb.embed_one(q)
+            emb.embed_query(q, tenant="study")
     return round((time.perf_counter() - t0) * 1e6 / (20 * len(queries)), 2)
+
+
+def interleaved(queries: list[str], rounds: int, *, threads: int = 1) -> dict:
+    """Both model versions one query after the other, ``rounds`` times over ``queries``: on a
+    machine others load too, each pair of samples sees the same load, so the ratio of the
+    medians holds where the absolute figures do not."""
+    models = {}
+    for v in VARIANTS:
+        path, sha = shipped_model(v)
+        models[v] = Embedder(path, expected_sha256=sha, threads=threads, cache_size=0)
+    for emb in models.values():
+        for q in queries[:10]:
+            emb.embed_one(q)
+    samples: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for i in range(rounds):
+        q = queries[i % len(queries)]
+        for v in (VARIANTS if i % 2 else VARIANTS[::-1]):  # alternate who goes first
+            t0 = time.perf_counter()
+            models[v].embed_one(q)
+            samples[v].append((time.perf_counter() - t0) * 1000)
+    out = {v: {"p50_ms": _pct(x, 50), "p99_ms": _pct(x, 99), "n": len(x)} for v, x in samples.items()}
+    a, b = models[VARIANTS[0]].embed(queries), models[VARIANTS[1]].embed(queries)
+    cosine = (a * b).sum(axis=1)
+    return {"load_before": os.getloadavg(), "threads": threads, "by_variant": out,
+            "speedup_p50": round(out[VARIANTS[1]]["p50_ms"] / out[VARIANTS[0]]["p50_ms"], 2),
+            "cosine_between_versions": {"mean": round(float(cosine.mean()), 4), "min": round(float(cosine.min()), 4)}}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -110,8 +136,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=1.5, help="per measurement")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="small batches and samples (the test)")
+    parser.add_argument("--interleaved", type=int, default=0, metavar="ROUNDS",
+                        help="only the two model versions, one query after the other, ROUNDS times")
     args = parser.parse_args(argv)
     queries = _queries(200)
+    if args.interleaved:
+        result = interleaved(queries, args.interleaved)
+        print(json.dumps(result, indent=2))
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=2))
+        return result
     batch, sample = (32, 10) if args.quick else (128, 150)
     rows = []
     ctx = mp.get_context("spawn")
@@ -122,17 +157,23 @@ def main(argv: list[str] | None = None) -> dict:
             p.start()
         time.sleep(0.3)
         try:
-            for threads in (1, 2):
-                for spinning in (False, True):
-                    emb = Embedder(threads=threads, spinning=spinning, cache_size=0)
-                    one = time_one(emb, queries, args.seconds)
-                    rows.append({"busy_cores": busy, "threads": threads, "spinning": spinning, **one,
-                                 "sentences_per_s": time_batches(emb, queries, args.seconds, batch)})
+            for variant in VARIANTS:
+                path, sha = shipped_model(variant)
+                for threads in (1, 2):
+                    for spinning in (False, True):
+                        if threads == 1 and spinning:
+                            continue  # one thread: no pool, nothing spins
+                        emb = Embedder(path, expected_sha256=sha, threads=threads, spinning=spinning, cache_size=0)
+                        one = time_one(emb, queries, args.seconds)
+                        rows.append({"busy_cores": busy, "variant": variant, "threads": threads,
+                                     "spinning": spinning, **one,
+                                     "sentences_per_s": time_batches(emb, queries, args.seconds, batch)})
         finally:
             stop.set()
             for p in procs:
                 p.join(timeout=5)
-    emb = Embedder(threads=1, cache_size=1024)
+    path, sha = shipped_model(VARIANTS[0])
+    emb = Embedder(path, expected_sha256=sha, threads=1, cache_size=1024)
     result = {
         "load_before": os.getloadavg(),
         "rows": rows,
@@ -141,14 +182,14 @@ def main(argv: list[str] | None = None) -> dict:
         "cache_hit_us": cache_hit_cost(emb, queries[:100]),
     }
     print(f"load average at start: {result['load_before'][0]:.2f}")
-    print("| busy cores | threads | spinning | one query p50 / p99 ms | batched sentences/s |")
-    print("|---|---|---|---|---|")
+    print("| busy cores | model | threads | spinning | one query p50 / p99 ms | batched sentences/s |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['busy_cores']} | {r['threads']} | {'on' if r['spinning'] else 'off'} | "
+        print(f"| {r['busy_cores']} | {r['variant']} | {r['threads']} | {'on' if r['spinning'] else 'off'} | "
               f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f} | {r['sentences_per_s']:.0f} |")
     b = result["breakdown_threads1"]
-    print(f"one query ({b['tokens']} tokens, 1 thread): tokenizer {b['tokenizer_ms']} ms, model {b['model_ms']} ms, "
-          f"pooling {b['pooling_ms']} ms")
+    print(f"one query ({b['tokens']} tokens, 1 thread, {VARIANTS[0]}): tokenizer {b['tokenizer_ms']} ms, "
+          f"model {b['model_ms']} ms, pooling {b['pooling_ms']} ms")
     print(f"padding (mixed lengths, batches of 32): {result['padding']}")
     print(f"cache hit: {result['cache_hit_us']} µs")
     if args.out:

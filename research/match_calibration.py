@@ -127,18 +127,19 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
             for p in probes:
                 t0 = time.perf_counter()
-                r = recall(caller=tenant_caller(tenant), scope=SCOPE, query=p.query, explain=True)
+                result = recall(caller=tenant_caller(tenant), scope=SCOPE, query=p.query, explain=True)
+                r = result.answer
                 ms = (time.perf_counter() - t0) * 1000
                 source = trail_of.get(p.group)
                 row = {
                     "set": "faq", "group": p.group, "side": faq_side(p.group), "kind": p.kind, "query": p.query,
                     "answered_by_source": p.answered_by_source, "source_trail": source,
-                    "outcome": r.outcome, "reason": r.reason, "confidence": r.confidence, "trail_id": r.trail_id,
-                    "trails": r.trails, "similarity": r.similarity, "latency_ms": round(ms, 2),
+                    "outcome": str(r.outcome), "reason": str(r.reason), "confidence": r.confidence,
+                    "trail_id": r.trail_id, "trails": r.trails, "similarity": r.similarity, "latency_ms": round(ms, 2),
                     "served_source": bool(source and r.trail_id == source),
                     "candidates": [
                         {**c, "entry": entry_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source}
-                        for c in (r.explain or [])
+                        for c in (result.diagnostics.explain or [])
                     ],
                 }
                 fh.write(json.dumps(row) + "\n")

@@ -19,7 +19,6 @@ Research only: product code never imports this module.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import random
@@ -296,6 +295,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, upsert_synchronously
     from docingest.progress import Progress
+    from research.evaluation.harness import answer_dict
     from tenants.caller import tenant_caller
     from tenants.services import SETTINGS_FIELDS
 
@@ -338,8 +338,8 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
     with bar("recall", len(sample.pairs)) as b:
         for s in sample.pairs:
             t_call = time.perf_counter()
-            result = dataclasses.asdict(recall(caller=tenant_caller(tenant), scope=SCOPE, query=s.pair.b,
-                                                        explain=config.explain))
+            answered = recall(caller=tenant_caller(tenant), scope=SCOPE, query=s.pair.b, explain=config.explain)
+            result = answer_dict(answered)
             latencies.append((time.perf_counter() - t_call) * 1000)
             pair_trail = trail_of[normalise_query(s.pair.a)]
             strict, loose = classify(result, pair_trail)
@@ -364,7 +364,7 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
                     "set": "qqp", "side": config.side, "kind": "duplicate" if duplicate else "twin",
                     "answered_by_source": duplicate, "source_trail": pair_trail,
                     "candidates": [{**c, "is_source": c["trail_id"] == pair_trail}
-                                   for c in result.get("explain") or []],
+                                   for c in answered.diagnostics.explain or []],
                 })
             b.step()
     timings["recall"] = round(time.perf_counter() - t, 2)

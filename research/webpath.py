@@ -7,7 +7,7 @@ Runs on a database of its own (``trailcache_webpath`` on the embedded server, or
 ``DATABASE_URL``'s server), seeded once with one tenant, 40 sections and 200 trails.
 
 1. **In-process split** (no network): ``POST /api/v1/recall`` through the WSGI application,
-   called directly, against the recall service's own timings (``RecallResult.timings``):
+   called directly, against the recall service's own timings (``RecallResult.diagnostics.timings``):
    web = request total − service total (middleware, API-key auth, throttle, DRF parsing and
    validation, JSON rendering). Also the web path alone, with the service replaced by a canned
    answer; ``--profile`` prints that path's top functions (cProfile).
@@ -128,6 +128,8 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     from django.core.wsgi import get_wsgi_application
 
     import api.views.core as core
+    from cachecore.engine.decide import Reason, RecallDecision
+    from cachecore.engine.outcome import Outcome
     from cachecore.services.recall import RecallResult
 
     app = get_wsgi_application()
@@ -137,7 +139,7 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     def timed(**kw):  # noqa: ANN003, ANN202
         t0 = time.perf_counter()
         result = real(**kw)
-        seen.append({**result.timings, "service": time.perf_counter() - t0})
+        seen.append({**result.diagnostics.timings, "service": time.perf_counter() - t0})
         return result
 
     bodies = [json.dumps({"scope": "web", "query": question(i, 1 + i % 2) + f" #{i}"}).encode() for i in range(n)]
@@ -158,7 +160,7 @@ def in_process(key: str, n: int, *, profile: bool) -> dict:
     web = [t - s["service"] * 1000 for t, s in zip(totals, seen)]
     phases = {p: _med(ms([s.get(p, 0.0) for s in seen])) for p in seen[0]} if seen else {}
 
-    canned = RecallResult(recall_id="00000000-0000-0000-0000-000000000000", outcome="miss", reason="no_candidates")
+    canned = RecallResult("00000000-0000-0000-0000-000000000000", RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE))
     core.recall = lambda **kw: canned
     prof = cProfile.Profile() if profile else None
     try:
@@ -231,6 +233,37 @@ def over_http(key: str, specs: list[str], levels: list[int], n: int, seconds: fl
     return rows
 
 
+def serializer_cost(rounds: int) -> dict:
+    """The recall body's rendering, interleaved: the serializer's hot path against DRF's
+    declared fields, on a prefetch with three served sections (no database)."""
+    import django
+
+    django.setup()
+    from api.serializers import RecallResultSerializer
+    from cachecore.engine.decide import Reason, RecallDecision
+    from cachecore.engine.outcome import Outcome
+    from cachecore.services.recall import RecallResult
+
+    trail = "8d3f6a4e-2b1c-4d5e-9f10-112233445566"
+    answer = RecallDecision(
+        Outcome.PREFETCH, Reason.MATCH, confidence=0.93, trail_id=trail, trails=[trail], similarity=0.97,
+        coverage=0.81, sections=[{"id": f"doc#{i}", "status": "valid", "text": "Set proxy.url and restart. " * 8}
+                                 for i in range(3)],
+        steps=[{"tool": "search", "args": {"q": "proxy"}, "returned": ["doc#0", "doc#1", "doc#2"]}],
+    )
+    result = RecallResult("00000000-0000-0000-0000-000000000001", answer)
+    ways = {"hot path": lambda: RecallResultSerializer(result).data,
+            "declared fields": lambda: RecallResultSerializer(result).declared_representation(result)}
+    samples: dict[str, list[float]] = {k: [] for k in ways}
+    for i in range(rounds):
+        for name in (list(ways) if i % 2 else list(ways)[::-1]):
+            t0 = time.perf_counter()
+            ways[name]()
+            samples[name].append((time.perf_counter() - t0) * 1e6)
+    return {"load_before": os.getloadavg(), "rounds": rounds,
+            "us_p50": {k: round(statistics.median(v), 1) for k, v in samples.items()}}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=200, help="per in-process phase and per HTTP run")
@@ -244,9 +277,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--serializer", type=int, default=0, metavar="ROUNDS",
+                        help="only the recall body's rendering: hot path against DRF's declared fields")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("TRAILCACHE_DEV", "true")
+    if args.serializer:
+        out = serializer_cost(args.serializer)
+        print(json.dumps(out, indent=2))
+        return out
     # The load sends more than a client should: no request-rate limits while it measures.
     os.environ["TRAILCACHE_RATE_PER_KEY_PER_MINUTE"] = "0"
     os.environ["TRAILCACHE_RATE_PER_TENANT_PER_MINUTE"] = "0"

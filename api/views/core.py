@@ -154,11 +154,7 @@ class RecallView(TenantAPIView):
             shadow_details=data.get("shadow", False),
         )
         metrics.recall_observed(tenant=self.tenant, result=result)
-        body = asdict(result)
-        del body["explain"], body["timings"]
-        if body["shadow"] is None:
-            del body["shadow"]
-        return Response(body)
+        return Response(s.RecallResultSerializer(result).data)
 
 
 class FeedbackView(TenantAPIView):

@@ -48,6 +48,9 @@ class Reason(StrEnum):
     NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
     NO_MATCH = "no_match"              # miss: nothing similar or confident enough
     STALE = "stale"                    # miss: every matching trail's sections changed
+    # miss: shadow mode. Never decided here: the service answers it for a scope in shadow mode
+    # (the decision itself is logged, and shown only when the caller asks).
+    SHADOW = "shadow"
 
 
 class MatchMode(StrEnum):
@@ -94,15 +97,27 @@ class Cited:
     # of its current hash (None: no chunks ready).
     coverage: float | None = None
     trail_coverage: float | None = None
+    # The section exists but its scopes hide it from this read (issue 21): it counts as missing
+    # and is never asked of the resolver.
+    hidden: bool = False
+
+    @property
+    def state(self) -> SectionState:
+        """Valid, changed or missing by the hashes alone (``verified_state`` adds the resolver's
+        verdict and the text's own hash)."""
+        return section_state(recorded_hash=self.recorded_hash, current_hash=self.current_hash)
 
 
 @dataclass(frozen=True)
 class Candidate:
+    """A nearest trail as the search read it (``selectors.nearest``), with its cited sections
+    as the snapshot read them (``selectors.citations``)."""
+
     trail_id: str
     similarity: float
     query_normalised: str
-    steps: Any
-    cited: tuple[Cited, ...]
+    steps: Any = field(default_factory=list, compare=False, repr=False)
+    cited: tuple[Cited, ...] = ()
     # The trail's prefetch boundary learned from uncited prefetches (engine/boundary.py).
     boundary: float | None = None
 
@@ -141,6 +156,9 @@ class Scored:
 
 @dataclass
 class RecallDecision:
+    """The one shape of a recall's answer: the service adds its id and diagnostics beside it
+    (``services.recall.RecallResult``) and the API renders it through its serializer."""
+
     outcome: Outcome
     reason: Reason
     confidence: float = 0.0

@@ -3,41 +3,16 @@ trails citing a section with their citation state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from django.db import connection
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.outcome import SectionState, section_state
+from cachecore.engine.decide import Cited
+from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
-
-
-@dataclass(frozen=True)
-class CitedSection:
-    section_id: str
-    recorded_hash: str
-    current_hash: str | None
-    text: str | None
-    token_count: int
-    pk: int | None
-    # Which of the given query terms the section's text holds (empty when none were asked).
-    query_terms: frozenset[str] = frozenset()
-    # Best cosine of the query against the section's chunks of its current hash (None: no
-    # query given, or no chunks ready), and the same for the trail's own question.
-    coverage: float | None = None
-    trail_coverage: float | None = None
-    # The section exists but its scopes hide it from this read (issue 21): it counts as missing
-    # and is never asked of the resolver.
-    hidden: bool = False
-
-    @property
-    def state(self) -> SectionState:
-        """Valid, changed or missing (``cachecore.engine.outcome.section_state``)."""
-        return section_state(recorded_hash=self.recorded_hash, current_hash=self.current_hash)
 
 
 def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object]]:
@@ -53,16 +28,17 @@ def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object
 
 def cited_sections_for_trails(
     *, caller: Caller, trail_ids: list[str], scope: str | None = None, query_terms: list[str] | None = None,
-    embedding: np.ndarray | None = None,
-) -> dict[str, list[CitedSection]]:
+    embedding: np.ndarray | str | None = None,
+) -> dict[str, list[Cited]]:
     """Each trail's citations with each section's current hash and text, in citation order,
     from one statement (one snapshot): the text served always belongs to the hash checked.
     A section whose scopes hide it (from ``scope``, the recall's, when given; else from the
     caller) is ``hidden``: no hash, no text, as if missing. With ``query_terms``, also which of
     them each section's text holds; with the query's ``embedding``, its coverage by each
-    section's chunks. Trails of another tenant have none (the statement reads the caller's
-    tenant's partition only)."""
-    by_trail: dict[str, list[CitedSection]] = {str(t): [] for t in trail_ids}
+    section's chunks (``embedding``: a vector or its pgvector literal). Returns what the engine
+    takes (``engine.decide.Cited``). Trails of another tenant have none (the statement reads
+    the caller's tenant's partition only)."""
+    by_trail: dict[str, list[Cited]] = {str(t): [] for t in trail_ids}
     if not trail_ids:
         return by_trail
     terms = query_terms or []
@@ -93,16 +69,17 @@ def cited_sections_for_trails(
         )
         for r in cur.fetchall():
             if not r[8]:
-                by_trail[str(r[0])].append(CitedSection(r[1], r[2], None, None, 0, None, hidden=True))
+                by_trail[str(r[0])].append(Cited(r[1], r[2], None, None, 0, None, hidden=True))
                 continue
-            by_trail[str(r[0])].append(CitedSection(
-                r[1], r[2], r[3], r[4], r[5] or 0, r[6], frozenset(r[7] or ()),
-                float(r[9]) if r[9] is not None else None, float(r[10]) if r[10] is not None else None,
+            by_trail[str(r[0])].append(Cited(
+                r[1], r[2], r[3], r[4], r[5] or 0, r[6], query_terms=frozenset(r[7] or ()),
+                coverage=float(r[9]) if r[9] is not None else None,
+                trail_coverage=float(r[10]) if r[10] is not None else None,
             ))
     return by_trail
 
 
-def cited_sections_now(*, caller: Caller, trail_id: str) -> list[CitedSection]:
+def cited_sections_now(*, caller: Caller, trail_id: str) -> list[Cited]:
     """One trail's citations with the sections' current state as the caller may see them (see
     cited_sections_for_trails)."""
     return cited_sections_for_trails(caller=caller, trail_ids=[str(trail_id)])[str(trail_id)]

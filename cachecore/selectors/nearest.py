@@ -7,7 +7,6 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
@@ -15,20 +14,16 @@ from django.db import connection
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
+from cachecore.engine.decide import Candidate
 from tenants.models import Tenant
 
 
-def vector_literal(vector: np.ndarray) -> str:
+def vector_literal(vector: np.ndarray | str) -> str:
+    """The pgvector text form of a vector (a literal is returned as it is: a caller that sends
+    one vector to several statements builds it once)."""
+    if isinstance(vector, str):
+        return vector
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    trail_id: str
-    similarity: float
-    query_normalised: str
-    steps: list[object] = field(default_factory=list, compare=False, repr=False)
-    boundary: float | None = None
 
 
 def _json(value: object) -> list[object]:
@@ -100,10 +95,12 @@ def search_path(*, tenant: Tenant, scope: str) -> str:
     return "exact" if size <= exact_search_limit(rows=rows) else "hnsw"
 
 
-def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5) -> list[Candidate]:
-    """The ``limit`` nearest active, unexpired trails of the tenant's scope by cosine,
-    best first. Small scopes (``exact_search_limit``) are searched exactly through the
-    (tenant, scope, status) btree; large ones through the HNSW index of the tenant's partition
+def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray | str, limit: int = 5) -> list[Candidate]:
+    """The ``limit`` nearest active, unexpired trails of the tenant's scope by cosine, best
+    first, as the engine takes them (``engine.decide.Candidate``, its cited sections still
+    empty). ``embedding``: the query's vector or its pgvector literal. Small scopes
+    (``exact_search_limit``) are searched exactly through the (tenant, scope, status) btree;
+    large ones through the HNSW index of the tenant's partition
     with iterative scan, re-ranked exactly. Both statements name the tenant wherever they read
     trails, so the planner touches one partition. Call inside a transaction (``SET LOCAL``)."""
     vector = vector_literal(embedding)
@@ -136,6 +133,6 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: 
             while cur.description is None and cur.nextset():
                 pass
         rows = cur.fetchall()
-    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3]), r[4]) for r in rows]
+    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3]), boundary=r[4]) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
     return candidates

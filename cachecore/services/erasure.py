@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from cachecore.access import require_permission, require_unrestricted
+from cachecore.embedding import forget_subject_queries
 from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
@@ -53,6 +54,7 @@ def subject_erase(*, caller: Caller, subject: str) -> int:
                      "recall_events": event_counts.get(RecallEvent._meta.label, 0),
                      "exports_deleted": exports_deleted},
         )
+    forget_subject_queries(tenant=tenant.pk, subject=subject)
     return deleted
 
 

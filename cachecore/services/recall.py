@@ -14,25 +14,27 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import psycopg
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
-from cachecore.engine.decide import Candidate, Cited, Policy, RecallDecision, decide
+from cachecore.engine.decide import Candidate, Cited, Policy, Reason, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
 from cachecore.engine.scorer import default_match_scorer
 from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
-from cachecore.selectors.citations import CitedSection, cited_sections_for_trails
-from cachecore.selectors.nearest import Candidate as Neighbour
-from cachecore.selectors.nearest import nearest_trails
+from cachecore.selectors.citations import cited_sections_for_trails
+from cachecore.selectors.nearest import nearest_trails, vector_literal
 from cachecore.selectors.sections import term_frequencies
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
@@ -43,29 +45,26 @@ CANDIDATES = 5
 MERGE_SIMILARITY_MARGIN = 0.05
 
 
-@dataclass
-class RecallResult:
-    recall_id: str
-    outcome: str
-    reason: str = ""
-    confidence: float = 0.0
-    trail_id: str | None = None
-    similarity: float | None = None
-    coverage: float | None = None
-    escalated: bool = False
-    sections: list[dict[str, Any]] = field(default_factory=list)
-    omitted: list[str] = field(default_factory=list)
-    steps: list[Any] = field(default_factory=list)
-    hint: str | None = None
-    # Every trail that contributed sections (the best first); more than one when merged.
-    trails: list[str] = field(default_factory=list)
-    # Shadow mode, when the caller asked: what recall would have answered (ids, no text).
-    shadow: dict[str, Any] | None = None
-    # Seconds spent per phase (embedding, search, validation, scoring, write, total), for the
-    # metrics. Never in the API.
+@dataclass(frozen=True)
+class RecallDiagnostics:
+    """What a recall measured about itself, for the metrics and the studies; never in the API."""
+
+    # Seconds spent per phase (embedding, search, validation, scoring, write, total).
     timings: dict[str, float] = field(default_factory=dict)
-    # Only with explain=True (studies): each qualifying candidate's evidence. Never in the API.
+    # Only with explain=True: each qualifying candidate's evidence.
     explain: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """A recall: the engine's decision as answered (``answer``), plus only what belongs to the
+    service: the logged recall's id, in shadow mode the decision itself when the caller asked
+    (``shadow``; the answer is then a miss with reason ``shadow``), and the diagnostics."""
+
+    recall_id: str
+    answer: RecallDecision
+    shadow: RecallDecision | None = None
+    diagnostics: RecallDiagnostics = field(default_factory=RecallDiagnostics)
 
 
 def tenant_policy(tenant: Tenant) -> Policy:
@@ -86,54 +85,74 @@ def tenant_policy(tenant: Tenant) -> Policy:
 
 @dataclass
 class _Read:
-    candidates: list[Neighbour]
-    cited: dict[str, list[CitedSection]]
+    candidates: list[Candidate]
     idf: Idf
 
 
-def _read(*, caller: Caller, scope: str, embedding: Any, terms: list[str]) -> _Read:
+def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
     tenant = caller.tenant
-    candidates = nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=CANDIDATES)
+    candidates = nearest_trails(tenant=tenant, scope=scope, embedding=vector, limit=CANDIDATES)
     # Served only when the section's scopes admit the recall's scope now (else: missing).
     cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
-                                      query_terms=terms, embedding=embedding)
+                                      query_terms=terms, embedding=vector)
     sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
-    return _Read(candidates, cited, Idf(sections, df))
+    return _Read([replace(c, cited=tuple(cited[c.trail_id])) for c in candidates], Idf(sections, df))
 
 
-def _read_snapshot(*, caller: Caller, scope: str, embedding: Any, terms: list[str]) -> _Read:
-    """Every read in one snapshot: a read-only repeatable-read transaction of its own (inside
-    a caller's transaction, the reads simply join it)."""
+@contextmanager
+def read_only_snapshot() -> Iterator[None]:
+    """A read-only repeatable-read transaction of its own (inside a caller's transaction, the
+    reads simply join it). The isolation level and read-only mode are the connection's options
+    for this one transaction, so the driver opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ
+    READ ONLY``, with no ``SET TRANSACTION`` round trip of its own."""
     if connection.in_atomic_block:
-        return _read(caller=caller, scope=scope, embedding=embedding, terms=terms)
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        return _read(caller=caller, scope=scope, embedding=embedding, terms=terms)
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    before = (raw.isolation_level, raw.read_only)
+    raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+    try:
+        with transaction.atomic():
+            yield
+    finally:
+        if not raw.closed and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            raw.isolation_level, raw.read_only = before
+        else:
+            # Never leave a read-only connection behind for the next statement: drop it.
+            connection.close()
 
 
-def _resolve_remote(*, tenant: Tenant, cited_by_trail: dict[str, list[CitedSection]]) -> set[str]:
+def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
+    """Every read in one snapshot (``read_only_snapshot``)."""
+    with read_only_snapshot():
+        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
+
+
+def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:
     """Fill in, from the tenant's resolver, sections not mirrored here (one batched call, no
-    database transaction open). Returns the ids that could not be verified (resolver down)."""
+    database transaction open); those it could not confirm (resolver down) are marked
+    unverified."""
     if not tenant.resolver_url:
-        return set()
-    remote = sorted({c.section_id for cited in cited_by_trail.values() for c in cited
+        return candidates
+    remote = sorted({c.section_id for cand in candidates for c in cand.cited
                      if c.current_hash is None and not c.hidden})
     if not remote:
-        return set()
+        return candidates
     try:
         answered = resolver.resolve(tenant=tenant, section_ids=remote)
     except resolver.ResolverUnavailable:
-        return set(remote)
+        return [replace(cand, cited=tuple(replace(c, unverified=True) if c.section_id in remote else c
+                                         for c in cand.cited)) for cand in candidates]
     counter = get_embedder()
-    for trail_id, cited in cited_by_trail.items():
-        cited_by_trail[trail_id] = [
-            replace(c, current_hash=answered[c.section_id].hash, text=answered[c.section_id].text,
-                    token_count=counter.count_tokens(answered[c.section_id].text or ""))
-            if c.current_hash is None and not c.hidden and c.section_id in answered else c
-            for c in cited
-        ]
-    return set()
+
+    def filled(c: Cited) -> Cited:
+        if c.current_hash is not None or c.hidden or c.section_id not in answered:
+            return c
+        got = answered[c.section_id]
+        return replace(c, current_hash=got.hash, text=got.text, token_count=counter.count_tokens(got.text or ""))
+
+    return [replace(cand, cited=tuple(filled(c) for c in cand.cited)) for cand in candidates]
 
 
 def recall(
@@ -152,23 +171,14 @@ def recall(
     started = time.perf_counter()
     clock = _Clock(started)
     normalised = normalise_query(query)
-    embedding = get_embedder().embed_one(normalised)
+    vector = vector_literal(get_embedder().embed_query(normalised, tenant=tenant.pk, subject=subject))
     terms = sorted(content_words(normalised))
     clock.lap("embedding")
     policy = tenant_policy(tenant)
-    read = _read_snapshot(caller=caller, scope=scope, embedding=embedding, terms=terms)
+    read = _read_snapshot(caller=caller, scope=scope, vector=vector, terms=terms)
     clock.lap("search")
-    unverified = _resolve_remote(tenant=tenant, cited_by_trail=read.cited)
+    candidates = _resolve_remote(tenant=tenant, candidates=read.candidates)
     clock.lap("validation")
-    candidates = [
-        Candidate(c.trail_id, c.similarity, c.query_normalised, c.steps, tuple(
-            Cited(s.section_id, s.recorded_hash, s.current_hash, s.text, s.token_count, s.pk,
-                  unverified=s.section_id in unverified, query_terms=s.query_terms,
-                  coverage=s.coverage, trail_coverage=s.trail_coverage)
-            for s in read.cited.get(c.trail_id, [])
-        ), boundary=c.boundary)
-        for c in read.candidates
-    ]
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
         budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf,
@@ -178,26 +188,18 @@ def recall(
     shadow = tenant.shadows(scope)
     # A section hidden from this recall's scope is missing for it, not for the trail: never
     # mark a trail stale for what only its scopes hide.
-    hiding = {t for t, cited in read.cited.items() if any(c.hidden for c in cited)}
+    hiding = {c.trail_id for c in read.candidates if any(s.hidden for s in c.cited)}
     if hiding & set(decision.stale_trail_ids):
         decision = replace(decision, stale_trail_ids=[t for t in decision.stale_trail_ids if t not in hiding])
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,
                        latency_ms=latency_ms, shadow=shadow)
     clock.lap("write")
+    diagnostics = RecallDiagnostics(timings=clock.total(), explain=_explain(decision) if explain else None)
     if shadow:
-        return RecallResult(
-            recall_id=str(recall_id), outcome=str(Outcome.MISS), reason=SHADOW_REASON, trail_id=None,
-            similarity=decision.similarity,
-            shadow=_shadow_details(decision) if shadow_details else None,
-            explain=_explain(decision) if explain else None, timings=clock.total(),
-        )
-    return RecallResult(
-        recall_id=str(recall_id), outcome=str(decision.outcome), reason=str(decision.reason),
-        confidence=decision.confidence, trail_id=decision.trail_id, similarity=decision.similarity,
-        coverage=decision.coverage, escalated=decision.escalated, sections=decision.sections,
-        omitted=decision.omitted, steps=decision.steps, hint=decision.hint, trails=decision.trails,
-        explain=_explain(decision) if explain else None, timings=clock.total(),
-    )
+        answer = RecallDecision(Outcome.MISS, Reason.SHADOW, similarity=decision.similarity)
+        return RecallResult(str(recall_id), answer, shadow=decision if shadow_details else None,
+                            diagnostics=diagnostics)
+    return RecallResult(str(recall_id), decision, diagnostics=diagnostics)
 
 
 class _Clock:
@@ -214,18 +216,6 @@ class _Clock:
 
     def total(self) -> dict[str, float]:
         return {**self.phases, "total": self.last - self.started}
-
-
-# The answer's reason in shadow mode (the decision's own reason is in the shadow details).
-SHADOW_REASON = "shadow"
-
-
-def _shadow_details(decision: RecallDecision) -> dict[str, Any]:
-    return {
-        "outcome": str(decision.outcome), "reason": str(decision.reason), "confidence": decision.confidence,
-        "trail_id": decision.trail_id, "trails": decision.trails,
-        "sections": [{"id": s["id"], "status": s["status"]} for s in decision.sections],
-    }
 
 
 def _miss_reason(decision: RecallDecision) -> str:
@@ -263,9 +253,12 @@ _WRITE_SQL = """
 
 def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
            latency_ms: float, shadow: bool = False) -> uuid.UUID:
-    """Stale marks, hit counters and the log entry in one statement. The recall's writes may be
-    lost in a crash (read-time checks redo a stale mark); not waiting for the WAL flush saves a
-    disk sync."""
+    """Stale marks, hit counters and the log entry in one statement, one round trip outside a
+    caller's transaction. Not waiting for the WAL flush saves a disk sync: a crash of the
+    database server may lose the last recalls' writes (at most ``wal_writer_delay`` × 3, 600 ms
+    by default), all of a recall's or none: its log entry, its hit counts and its stale marks
+    (read-time checks redo a stale mark). A record naming a lost recall_id is refused as
+    unknown (400)."""
     recall_id = uuid.uuid4()
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
@@ -284,10 +277,16 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     }
     for attempt in (1, 2):
         try:
-            with transaction.atomic():
-                with connection.cursor() as cur:
+            if connection.in_atomic_block:
+                # Inside a caller's transaction: a savepoint of its own, so a retry is possible.
+                with transaction.atomic(), connection.cursor() as cur:
                     cur.execute("SET LOCAL synchronous_commit = off")
                     cur.execute(_WRITE_SQL, params)
+            else:
+                # One round trip: PostgreSQL runs a multi-statement query as one implicit
+                # transaction, in which SET LOCAL holds (client-side binding sends it whole).
+                with connection.cursor() as cur:
+                    cur.execute("SET LOCAL synchronous_commit = off; " + _WRITE_SQL, params)
             break
         except OperationalError as exc:
             # Another writer locked the same trails in the other order: the statement is

@@ -66,7 +66,7 @@ def trail_record(
         raise UnknownSections(unknown)
     normalised = normalise_query(query)
     embedder = get_embedder()
-    embedding = embedder.embed_one(normalised)
+    embedding = embedder.embed_query(normalised, tenant=tenant.pk, subject=subject)
     source = (signal or {}).get("source") or ""
     accepted = (signal or {}).get("accepted")
     positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited)

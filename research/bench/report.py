@@ -8,14 +8,15 @@ from typing import Any
 
 # (label, path in the report, comparison, target); a callable target depends on the run's size.
 TARGETS = [
-    ("recall in-process p50, embedding excluded (ms)", "recall.excluded.p50_ms", "<=", 3.0),
-    ("recall in-process p99, embedding excluded (ms)", "recall.excluded.p99_ms", "<=", 10.0),
+    # Issue 23: services.recall itself, embedding included, as fast as RedisVL's in-process lookup
+    # with the same model; ≤ 5 ms over HTTP; 400 recalls/s and 300 records/s on two cores.
+    ("services.recall p50, embedding included (ms)", "recall.included.p50_ms", "<=", 3.5),
+    ("services.recall p99, embedding included (ms)", "recall.included.p99_ms", "<=", 8.0),
     ("HNSW recall@5 against exact, mean", "hnsw_recall.mean", ">=", 0.98),
     ("HNSW recall@5 against exact, minimum", "hnsw_recall.min", ">=", 0.8),
-    # Issue 15: ≤ 6 ms at 100k trails (within 2× of RedisVL in-process), ≤ 10 ms at 1M.
-    ("recall HTTP p50, concurrency 1, embedding included (ms)", "http.recall_c1.p50_ms", "<=",
-     lambda r: 6.0 if (get(r, "config.trails") or 0) <= 100_000 else 10.0),
-    ("recalls/s over HTTP, concurrency 8", "http.recall_c8.per_s", ">=", 300.0),
+    ("recall HTTP p50, concurrency 1 (ms)", "http.recall_c1.p50_ms", "<=", 5.0),
+    ("recall HTTP p99, concurrency 1 (ms)", "http.recall_c1.p99_ms", "<=", 10.0),
+    ("recalls/s over HTTP, concurrency 8", "http.recall_c8.per_s", ">=", 400.0),
     ("records/s in-process (services.trail_record)", "records.per_s", ">=", 300.0),
     ("records/s over HTTP, concurrency 8", "http.record_c8.per_s", ">=", 300.0),
 ]
@@ -49,20 +50,19 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
     ceiling they imply on this machine's cores), so a re-run on other hardware says its own."""
     cores = get(report, "config.cpu_count") or 1
     emb = get(report, "embedding.one.p50_ms") or 0.0
-    search = get(report, "recall.excluded.p50_ms") or 0.0
+    search = get(report, "recall.included.by_phase.search.p50_ms") or 0.0
     included = get(report, "recall.included.p50_ms") or emb + search
-    by_path = get(report, "recall.excluded.by_path") or {}
+    by_path = get(report, "recall.included.by_path") or {}
     paths = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in sorted(by_path.items()))
-    model_step = ("a quantised model version (measured 3.1× faster per query, research/embedding_throughput.py; "
-                  "it moves the vectors, so it ships as a new model with re-embedding and re-calibration)")
-    if path.startswith("recall.excluded."):
-        phases = get(report, "recall.excluded.by_phase") or {}
-        spent = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms (n={n['n']})"
-                          for name, n in phases.items())
-        return (f"by path: {paths}; by phase: {spent}",
-                "the nearest-neighbour statement is most of it: exact scans of scopes up to the crossover read "
-                "each 1.5 kB vector (halfvec would halve that), the HNSW path visits the partition's graph; "
-                "the checks after it are one statement each")
+    model = get(report, "config.embedding_model") or "the embedding model"
+    model_step = (f"{model} takes {emb:.1f} ms of one core per query here (one thread); then the snapshot's reads "
+                  "in one statement, the log write off the request and a web path without DRF's per-field work "
+                  "(docs/performance.md, not done yet)")
+    if path.startswith("recall.included."):
+        phases = get(report, "recall.included.by_phase") or {}
+        spent = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in phases.items())
+        return (f"by path: {paths}; by phase: {spent}; the model alone {emb:.1f} ms",
+                "the phase that is furthest over its floor (docs/performance.md)")
     if path.startswith("hnsw_recall."):
         hr = get(report, "hnsw_recall") or {}
         ans, off = hr.get("answerable") or {}, hr.get("off_topic") or {}
@@ -73,11 +73,12 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
                 "nearly equidistant, where the graph search (ef_search 100) is least exact",
                 "hnsw.ef_search 200 (research/hnsw_routing.py at 1M: off-topic recall@5 0.83 → 0.91, answerable "
                 "unchanged); the outcomes served do not change either way")
-    if path == "http.recall_c1.p50_ms":
-        web = max(0.0, (get(report, path) or 0.0) - included)
-        return (f"services.recall takes {included:.1f} ms in-process, {emb:.1f} ms of it the embedding (its search "
-                f"{search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
-                f"authentication, JSON) adds {web:.1f} ms", model_step)
+    if path.startswith("http.recall_c1."):
+        stat = path.rsplit(".", 1)[1]
+        web = max(0.0, (get(report, path) or 0.0) - (get(report, f"recall.included.{stat}") or included))
+        return (f"services.recall takes {included:.1f} ms in-process (p50), {emb:.1f} ms of it the embedding "
+                f"(its search {search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
+                f"authentication, JSON) adds {web:.1f} ms at the same percentile", model_step)
     if path == "http.recall_c8.per_s":
         per = get(report, "http.recall_c1.p50_ms") or included
         return (f"CPU: a recall costs ≈ {per:.1f} ms of one core (embedding {emb:.1f} ms of it), so {cores} cores "
@@ -130,21 +131,15 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
         ("seed: load / HNSW build (s)", f"{_fmt(r['seed'].get('load_s'))} / {_fmt(r['seed'].get('hnsw_build_s'))}"
                                         f"{' (reused seed)' if r['seed'].get('reused') else ''}", ""),
     ]
-    out += lat("recall.excluded", "recall in-process, embedding excluded")
-    for path_name, node in (get(r, "recall.excluded.by_path") or {}).items():
+    out += lat("recall.included", "services.recall (embedding included)")
+    for path_name, node in (get(r, "recall.included.by_path") or {}).items():
         out.append((f"  {path_name} path (n={node['n']}) p50 / p99 (ms)",
                     f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
-    for phase, node in (get(r, "recall.excluded.by_phase") or {}).items():
-        out.append((f"  phase {phase} (n={node['n']}) p50 / p99 (ms)",
-                    f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
-    out += lat("recall.cold", "  first pass, pages not yet cached")
-    out += lat("recall.included", "services.recall (embedding included)")
+    for phase, node in (get(r, "recall.included.by_phase") or {}).items():
+        out.append((f"  phase {phase} p50 / p99 (ms)", f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     out += lat("recall.included.without_embedding", "  services.recall without its embedding")
-    phases = get(r, "recall.included.by_phase") or {}
-    if phases:
-        out.append(("  services.recall by phase, p50 (ms)",
-                    " · ".join(f"{name} {_fmt(n['p50_ms'])}" for name, n in phases.items()), ""))
-    out.append(("recall outcomes (in-process, excluded)", _fmt(get(r, "recall.excluded.outcomes")), ""))
+    out += lat("recall.cold", "  first pass, pages not yet cached")
+    out.append(("recall outcomes", _fmt(get(r, "recall.included.outcomes")), ""))
     hr = r.get("hnsw_recall") or {}
     out.append(("HNSW recall@5 vs exact (mean / min)", f"{_fmt(hr.get('mean'))} / {_fmt(hr.get('min'))} "
                                                        f"(n={hr.get('n')})",

@@ -43,6 +43,8 @@ class SeedParams:
     real_trails: int
     seed: int = 7
     version: int = SEED_VERSION
+    # The embedding model of the real trails and chunks: another model seeds again.
+    model: str = ""
 
 
 def conninfo() -> str:
@@ -168,6 +170,7 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
     rng = random.Random(params.seed)
     nrng = np.random.default_rng(params.seed)
     embedder = get_embedder()
+    model = embedder.version
     stats: dict[str, object] = {}
     with _raw_connect() as conn:
         ensure_meta_tables(conn)
@@ -212,29 +215,32 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
             conn.execute(f'DROP INDEX IF EXISTS "{name}"')
         load_started = time.perf_counter()
         with conn.cursor() as cur:
+            # Sections of the whole tenant (no scopes: every scope of a tenant-wide caller sees them).
             with cur.copy("COPY cachecore_section (tenant_id, external_id, text, sha256, token_count, chunks_ready, "
-                          "created_at, updated_at) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["uuid", "varchar", "text", "varchar", "int4", "bool", "timestamptz", "timestamptz"])
+                          "created_at, updated_at, scopes) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["uuid", "varchar", "text", "varchar", "int4", "bool", "timestamptz", "timestamptz",
+                                "varchar[]"])
                 for tenant, product in zip(tenants, products):
                     for ext_id, text in texts_by_product[product].items():
-                        copy.write_row([tenant.pk, ext_id, text, hashes[text], tokens[text], True, now, now])
+                        copy.write_row([tenant.pk, ext_id, text, hashes[text], tokens[text], True, now, now, []])
             section_pk = {}
             for pk, tenant_id, ext_id in conn.execute("SELECT id, tenant_id, external_id FROM cachecore_section"):
                 section_pk[(tenant_id, ext_id)] = pk
             product_of = {t.pk: p for t, p in zip(tenants, products)}
-            with cur.copy("COPY cachecore_sectionchunk (section_id, ordinal, sha256, text, embedding) "
+            with cur.copy("COPY cachecore_sectionchunk (section_id, ordinal, sha256, text, embedding, embedding_model) "
                           "FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "int4", "varchar", "text", "vector"])
+                copy.set_types(["int8", "int4", "varchar", "text", "vector", "varchar"])
                 for (tenant_id, ext_id), pk in section_pk.items():
                     text = texts_by_product[product_of[tenant_id]][ext_id]
                     for ordinal, chunk in enumerate(chunks[text]):
-                        copy.write_row([pk, ordinal, hashes[text], chunk, chunk_vectors[chunk]])
+                        copy.write_row([pk, ordinal, hashes[text], chunk, chunk_vectors[chunk], model])
 
             trail_cols = ("id, tenant_id, scope, query, query_normalised, embedding, steps, status, signal_source, "
                           "signal_accepted, subject, hits, positive_feedback, negative_feedback, created_at, "
-                          "expires_at, status_changed_at")
+                          "expires_at, status_changed_at, embedding_model")
             trail_types = ["uuid", "uuid", "varchar", "text", "text", "vector", "jsonb", "varchar", "varchar",
-                           "bool", "varchar", "int4", "int4", "int4", "timestamptz", "timestamptz", "timestamptz"]
+                           "bool", "varchar", "int4", "int4", "int4", "timestamptz", "timestamptz", "timestamptz",
+                           "varchar"]
             citations: list[tuple[uuid.UUID, uuid.UUID, str, int, str]] = []
             probe_rows: list[tuple[uuid.UUID, uuid.UUID, str, int, str, str]] = []
             expires = now + timedelta(days=90)
@@ -274,7 +280,8 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
                         steps = [{"tool": "search", "args": {"q": q.text}, "returned": cited}]
                         copy.write_row([trail_id, tenant.pk, scope, q.text, normalise_query(q.text), vector,
                                         Jsonb(steps), status, "caller", True, "", 0, 0, 0, now,
-                                        expires if status != "pending" else now + timedelta(hours=24), now])
+                                        expires if status != "pending" else now + timedelta(hours=24), now,
+                                        model])
                         for pos, sid in enumerate(cited):
                             recorded = hashes[texts[sid]] if status != "stale" else "0" * 64
                             citations.append((trail_id, tenant.pk, sid, pos, recorded))

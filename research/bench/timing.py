@@ -1,4 +1,4 @@
-"""In-process measurements: recall with and without embedding, HNSW recall@5 against exact
+"""In-process measurements: ``services.recall`` and its phases, HNSW recall@5 against exact
 search, embedding latency, record throughput."""
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.outcome import SectionState
 from cachecore.engine.text import normalise_query
 from cachecore.selectors import nearest
-from cachecore.selectors.citations import cited_sections_now
 from cachecore.selectors.nearest import _scope_sizes, nearest_trails
-from cachecore.selectors.sections import coverage_by_section
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
 from tenants.caller import tenant_caller
@@ -96,76 +93,34 @@ def choose_queries(probes: list[dict], tenants: dict, n: int, *, seed: int = 11)
     return out
 
 
-def recall_core(*, tenant: Tenant, scope: str, embedding: np.ndarray, phases: dict[str, float] | None = None) -> str:
-    """What the recall service does after embedding (without its writes): nearest trails, the
-    cited sections' current hashes and text, coverage. Returns the would-be outcome; with
-    ``phases``, adds each phase's milliseconds to it (search, sections, coverage)."""
-    clock = [time.perf_counter()]
-
-    def lap(name: str) -> None:
-        now = time.perf_counter()
-        if phases is not None:
-            phases[name] = phases.get(name, 0.0) + (now - clock[0]) * 1000
-        clock[0] = now
-
-    with transaction.atomic():
-        candidates = nearest_trails(tenant=tenant, scope=scope, embedding=embedding, limit=5)
-        lap("search")
-        best = candidates[0] if candidates else None
-        if best is None or best.similarity < tenant.similarity_threshold:
-            return "miss"
-        cited = cited_sections_now(caller=tenant_caller(tenant), trail_id=best.trail_id)
-        lap("sections")
-        valid = [c for c in cited if c.state is SectionState.VALID]
-        if not valid:
-            return "miss"
-        if len(valid) < len(cited):
-            return "hint"
-        coverage_by_section(section_hashes={c.pk: c.current_hash for c in valid}, embedding=embedding)
-        lap("coverage")
-        return "prefetch"
-
-
-def time_recall_core(queries: list[TimedQuery], tenants: dict, embeddings: np.ndarray) -> dict:
-    samples: list[float] = []
-    by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
-    by_phase: dict[str, list[float]] = {"search": [], "sections": [], "coverage": []}
-    outcomes: Counter[str] = Counter()
-    for q, e in zip(queries, embeddings):
-        tenant = tenants[q.tenant_id]
-        phases: dict[str, float] = {}
-        t0 = time.perf_counter()
-        outcome = recall_core(tenant=tenant, scope=q.scope, embedding=e, phases=phases)
-        ms = (time.perf_counter() - t0) * 1000
-        samples.append(ms)
-        by_path[q.path].append(ms)
-        for name, spent in phases.items():
-            by_phase[name].append(spent)
-        outcomes[outcome] += 1
-    return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
-            "by_phase": {k: percentiles(v) for k, v in by_phase.items() if v}, "outcomes": dict(outcomes)}
-
-
-def time_recall_full(queries: list[TimedQuery], tenants: dict) -> dict:
-    """``services.recall`` itself (embedding, the snapshot's reads, the resolver, scoring, the log
-    write): its percentiles, the same without the embedding, and each phase's percentiles from
-    the timings the service keeps for its metrics."""
+def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
+    """``services.recall`` itself, as a client calls it (embedding, the snapshot's reads, the
+    resolver, scoring, the log write): its percentiles, by search path, the same without the
+    embedding, and each phase's percentiles from the timings the service keeps for its metrics
+    (``RecallResult.diagnostics``). The query-vector cache is emptied before each call: every figure
+    holds the model's own time (a repeated question skips it)."""
+    embedder = get_embedder()
     samples: list[float] = []
     without_embedding: list[float] = []
+    by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
     by_phase: dict[str, list[float]] = {}
     outcomes: Counter[str] = Counter()
     for q in queries:
         tenant = tenants[q.tenant_id]
+        embedder.cache_clear()
         t0 = time.perf_counter()
         result = recall(caller=tenant_caller(tenant), scope=q.scope, query=q.text)
         ms = (time.perf_counter() - t0) * 1000
         samples.append(ms)
-        without_embedding.append(ms - result.timings.get("embedding", 0.0) * 1000)
-        for phase, seconds in result.timings.items():
+        by_path[q.path].append(ms)
+        timings = result.diagnostics.timings
+        without_embedding.append(ms - timings.get("embedding", 0.0) * 1000)
+        for phase, seconds in timings.items():
             if phase != "total":
                 by_phase.setdefault(phase, []).append(seconds * 1000)
-        outcomes[result.outcome] += 1
-    return {**percentiles(samples), "without_embedding": percentiles(without_embedding),
+        outcomes[str(result.answer.outcome)] += 1
+    return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
+            "without_embedding": percentiles(without_embedding),
             "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes)}
 
 
@@ -227,7 +182,7 @@ def time_embedding(texts: list[str], *, batch_size: int = 32) -> dict:
     one: list[float] = []
     for t in normalised:
         t0 = time.perf_counter()
-        embedder.embed_one(t, cache=False)  # the model's own time, never the query-vector cache
+        embedder.embed_one(t)  # the model's own time, never the query-vector cache
         one.append((time.perf_counter() - t0) * 1000)
     batch_texts = (normalised * (1 + (4 * batch_size) // max(1, len(normalised))))[: 4 * batch_size]
     t0 = time.perf_counter()

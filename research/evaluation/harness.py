@@ -8,7 +8,6 @@ the seed. The tenant (``eval-<timestamp>``) is deleted at the end unless asked t
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import platform
@@ -26,7 +25,7 @@ from django.db import models, transaction
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from cachecore.models import Trail, TrailStatus
-from cachecore.services.recall import recall
+from cachecore.services.recall import RecallResult, recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
 from docingest.ingest import chunks_ensure, chunks_pending, collect_sections, ingest_sections, upsert_synchronously
@@ -51,6 +50,13 @@ DEFAULT_QUESTIONS = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 DEFAULT_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 GATES = ("none", "oracle", "verifier")
 EDIT_RATES = (0.05, 0.10, 0.25, 0.50)
+
+
+def answer_dict(result: RecallResult) -> dict[str, Any]:
+    """A recall as the API answers it (its serializer renders the service's result)."""
+    from api.serializers import RecallResultSerializer
+
+    return dict(RecallResultSerializer(result).data)
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ class Run:
 
     def recall_fn(self, scope: str):
         def call(query: str) -> dict[str, Any]:
-            return dataclasses.asdict(recall(caller=tenant_caller(self.tenant), scope=scope, query=query))
+            return answer_dict(recall(caller=tenant_caller(self.tenant), scope=scope, query=query))
         return call
 
     def agent(self, query: str, gold: Sequence[str], *, scope: str | None = None) -> AgentRun:

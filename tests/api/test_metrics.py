@@ -37,8 +37,8 @@ def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its
     from cachecore.services.recall import recall
 
     result = recall(caller=tenant_caller(make_tenant()), scope="default", query="anything at all")
-    assert set(result.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
-    assert set(metrics.PHASES) <= set(result.timings)
+    assert set(result.diagnostics.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
+    assert set(metrics.PHASES) <= set(result.diagnostics.timings)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -150,8 +150,8 @@ def test_multiprocess_mode_sums_the_files_of_every_worker(tmp_path, monkeypatch)
     code = (
         "import django, os; django.setup();"
         "from api import metrics; from types import SimpleNamespace as N;"
-        "metrics.recall_observed(tenant=N(slug='x'), result=N(outcome='hint', reason='changed',"
-        " similarity=0.8, confidence=0.7))"
+        "metrics.recall_observed(tenant=N(slug='x'), result=N(answer=N(outcome='hint', reason='changed',"
+        " similarity=0.8, confidence=0.7), diagnostics=N(timings={})))"
     )
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
     for _ in range(2):

@@ -54,8 +54,8 @@ def test_recall_never_serves_changed_text_while_sections_are_rewritten(make_tena
         try:
             for _ in range(40):
                 result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
-                outcomes.append(result.outcome)
-                for section in result.sections:
+                outcomes.append(result.answer.outcome)
+                for section in result.answer.sections:
                     if "text" in section:
                         served_texts.append((section["id"], section["text"]))
         except BaseException as exc:

@@ -36,15 +36,15 @@ def test_stored_text_that_no_longer_matches_its_stored_hash_is_never_served(make
     tenant = make_tenant()
     sections_upsert(caller=tenant_caller(tenant), sections=[{"id": "doc#config", "text": ORIGINAL["doc#config"]}])
     _record(tenant, QUERY, ["doc#config"])
-    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).outcome == "prefetch"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "prefetch"
     tampered = "Acme reads its configuration from /tmp/evil.toml. Restart after editing."
     # The row's text changes behind the service's back (a bad migration, a manual fix): its hash
     # still says the section is unchanged, but the text no longer hashes to it.
     Section.objects.filter(tenant=tenant, external_id="doc#config").update(text=tampered)
     result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
-    assert result.outcome != "prefetch"
-    assert all(s.get("text") != tampered for s in result.sections), result.sections
-    assert all("text" not in s for s in result.sections)
+    assert result.answer.outcome != "prefetch"
+    assert all(s.get("text") != tampered for s in result.answer.sections), result.answer.sections
+    assert all("text" not in s for s in result.answer.sections)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -55,7 +55,7 @@ def test_merged_trails_cut_to_a_budget_never_serve_changed_text_while_sections_a
               _record(tenant, SAME_QUERY, ["doc#install", "doc#upgrade"])]
     recorded = dict(Citation.objects.filter(trail__in=trails).values_list("section_id", "recorded_hash"))
     calm = recall(caller=tenant_caller(tenant), scope="default", query=QUERY, budget_tokens=BUDGET)
-    assert calm.outcome == "prefetch" and len(calm.trails) == 2 and calm.omitted == ["doc#config"]
+    assert calm.answer.outcome == "prefetch" and len(calm.answer.trails) == 2 and calm.answer.omitted == ["doc#config"]
 
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -89,7 +89,8 @@ def test_merged_trails_cut_to_a_budget_never_serve_changed_text_while_sections_a
                 # Concurrent recalls lock shared trails in one order (one UPDATE): no deadlock,
                 # so any database error fails the test.
                 result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY, budget_tokens=budget)
-                answers.append((result.outcome, list(result.trails), list(result.sections), list(result.omitted)))
+                answers.append((result.answer.outcome, list(result.answer.trails), list(result.answer.sections),
+                                list(result.answer.omitted)))
                 if n >= 30 and all(seen(k) for k in ("merged", "cut", "other")):
                     break
         except BaseException as exc:

@@ -124,7 +124,7 @@ def test_every_statement_of_a_recall_reads_one_partition_of_trails_and_citations
     with CaptureQueriesContext(connection) as captured:
         result = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     nearest._scope_sizes.clear()
-    assert result.outcome == "prefetch"
+    assert result.answer.outcome == "prefetch"
     statements = _statements_reading(PARTITIONED, captured.captured_queries)
     assert any("<=>" in s and ("SET LOCAL hnsw" in s) == (path == "hnsw") for s in statements)
     for sql in statements:
@@ -169,9 +169,9 @@ def test_tenants_in_the_same_and_in_other_partitions_never_see_each_others_trail
     tenants = [make_tenant() for _ in range(20)]  # 20 tenants over 16 partitions: some share one
     owner = tenants[0]
     (trail,) = _seed(owner)
-    assert recall(caller=tenant_caller(owner), scope="default", query=QUERY).trail_id == str(trail.pk)
+    assert recall(caller=tenant_caller(owner), scope="default", query=QUERY).answer.trail_id == str(trail.pk)
     for other in tenants[1:]:
-        assert recall(caller=tenant_caller(other), scope="default", query=QUERY).outcome == "miss"
+        assert recall(caller=tenant_caller(other), scope="default", query=QUERY).answer.outcome == "miss"
         assert not Trail.objects.filter(tenant=other).exists()
 
 
@@ -207,6 +207,6 @@ def test_the_migration_moves_a_database_with_rows_back_and_forth(make_tenant):
     assert _counts() == before and set(Trail.objects.values_list("pk", flat=True)) == ids
     # Everything still works on the moved tables, new citations take fresh ids.
     tenant = tenants[0]
-    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).outcome == "prefetch"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "prefetch"
     _seed(tenant, trails=1)
     assert _counts()["cachecore_citation"] == before["cachecore_citation"] + 2

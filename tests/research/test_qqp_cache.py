@@ -154,9 +154,9 @@ def test_counts_add_up(replay) -> None:
 
 def test_control_exact_text_is_served_its_own_trail(replay) -> None:
     _, dup, control = replay
-    assert control.outcome == "prefetch"
+    assert control.answer.outcome == "prefetch"
     assert control.trail_id == dup["pair_trail_id"]
-    assert control.similarity == pytest.approx(1.0, abs=1e-3)
+    assert control.answer.similarity == pytest.approx(1.0, abs=1e-3)
 
 
 def test_report_files(replay, tmp_path) -> None:

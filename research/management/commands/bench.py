@@ -115,6 +115,9 @@ class Command(BaseCommand):
             raise CommandError(f"refusing to benchmark in the working database {name!r}")
         _create_database(url, bench_name)
         env = dict(os.environ, DATABASE_URL=with_database(url, bench_name), **{CHILD_ENV: "1"})
+        # No query-vector cache in the bench's processes or its gunicorn workers (unless asked):
+        # the timed questions repeat across phases, and every figure is the model's own cost.
+        env.setdefault("TRAILCACHE_EMBEDDING_CACHE_SIZE", "0")
         self.stdout.write(f"bench database: {bench_name}")
         code = subprocess.call([sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *argv], env=env)
         if code:

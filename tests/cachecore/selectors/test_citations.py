@@ -3,12 +3,12 @@ selectors' rows carry it, the console counts it."""
 
 from __future__ import annotations
 
+from cachecore.engine.decide import Cited
 from cachecore.engine.outcome import SectionState, state_counts
-from cachecore.selectors.citations import CitedSection
 
 
-def _cited(recorded: str, current: str | None) -> CitedSection:
-    return CitedSection(section_id="s", recorded_hash=recorded, current_hash=current, text=None, token_count=0, pk=None)
+def _cited(recorded: str, current: str | None) -> Cited:
+    return Cited(section_id="s", recorded_hash=recorded, current_hash=current, text=None, token_count=0, pk=None)
 
 
 def test_a_cited_section_carries_its_state():

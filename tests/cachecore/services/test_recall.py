@@ -31,8 +31,8 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
         recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
         with django_assert_max_num_queries(8):
             result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
-        assert result.outcome == "prefetch"
-    assert len(result.trails) == 5 and len(result.sections) == 40
+        assert result.answer.outcome == "prefetch"
+    assert len(result.answer.trails) == 5 and len(result.answer.sections) == 40
 
 
 def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tenant):
@@ -52,7 +52,53 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
 
     before = hot_updates()
     result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
-    assert result.outcome == "prefetch"
+    assert result.answer.outcome == "prefetch"
     # (Within one test transaction old row versions can't be pruned yet, so only the first
     # hit is checked; between requests, pruning keeps making room.)
     assert hot_updates() - before == 1
+
+
+def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flush_wait(transactional_db,
+                                                                                       make_tenant):
+    """A recall's own write, outside any caller's transaction: one round trip (SET LOCAL and the
+    statement in one implicit transaction), committed, with synchronous_commit off only for it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from cachecore.models import RecallEvent, Trail
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
+    with CaptureQueriesContext(connection) as captured:
+        result = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    assert not connection.in_atomic_block
+    writes = [q["sql"] for q in captured.captured_queries if "cachecore_recallevent" in q["sql"]]
+    assert len(writes) == 1 and writes[0].startswith("SET LOCAL synchronous_commit = off; ")
+    assert captured.captured_queries[-1]["sql"] == writes[0]  # no COMMIT or savepoint after it
+    event = RecallEvent.objects.get(pk=result.recall_id)  # committed: another transaction reads it
+    assert event.outcome == "prefetch" and str(event.trail_id) == result.answer.trail_id
+    assert Trail.objects.get(pk=result.answer.trail_id).hits == 1
+    with connection.cursor() as cur:
+        cur.execute("SHOW synchronous_commit")
+        assert cur.fetchone()[0] == "on"  # the setting did not outlive the write
+
+
+def test_the_snapshot_opens_read_only_repeatable_read_without_a_set_transaction(transactional_db):
+    """The reads' transaction options travel with BEGIN (the connection's options for that one
+    transaction), and the connection is back to its own options after it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from cachecore.services.recall import read_only_snapshot
+
+    with CaptureQueriesContext(connection) as captured:
+        with read_only_snapshot(), connection.cursor() as cur:
+            cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+            assert cur.fetchone() == ("repeatable read", "on")
+    assert not any("SET TRANSACTION" in q["sql"] for q in captured.captured_queries)
+    with connection.cursor() as cur:  # autocommit again, default options: writes work
+        cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
+        assert cur.fetchone() == ("read committed", "off")
+        cur.execute("CREATE TEMP TABLE snapshot_probe (x int); INSERT INTO snapshot_probe VALUES (1)")

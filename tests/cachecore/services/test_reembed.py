@@ -33,13 +33,13 @@ def test_trails_of_another_model_are_not_compared_until_re_embedded(make_tenant)
     trail = _seed(tenant)
     Trail.objects.filter(pk=trail.pk).update(embedding_model="another-model@0123456789ab")
     SectionChunk.objects.filter(section__tenant=tenant).update(embedding_model="another-model@0123456789ab")
-    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).outcome == "miss"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"
 
     result = embeddings_refresh()
     assert result.trails >= 1 and result.sections >= 1
     assert Trail.objects.get(pk=trail.pk).embedding_model == get_embedder().version
     again = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
-    assert again.outcome == "prefetch" and again.coverage is not None
+    assert again.answer.outcome == "prefetch" and again.answer.coverage is not None
     assert embeddings_refresh().trails == 0  # idempotent
 
 
@@ -51,4 +51,4 @@ def test_a_redacted_trail_of_another_model_cannot_be_re_embedded_and_stays_unmat
     result = embeddings_refresh()
     assert result.redacted_left >= 1
     assert Trail.objects.get(pk=trail.pk).embedding_model == "another-model@0123456789ab"
-    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).outcome == "miss"
+    assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"
