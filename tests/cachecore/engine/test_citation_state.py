@@ -1,5 +1,5 @@
-"""A citation's state has one definition (cachecore.engine.outcome.section_state): the
-selectors' rows carry it, the console counts it."""
+"""A citation's state has one definition (cachecore.engine.outcome.section_state):
+the recall's cited rows (engine.decide.Cited) carry it, the console counts it."""
 
 from __future__ import annotations
 
