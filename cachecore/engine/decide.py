@@ -45,6 +45,7 @@ class Reason(StrEnum):
     HASH_ONLY = "hash_only"            # hint: sections kept by hash only, no text here
     LOW_COVERAGE = "low_coverage"      # hint (escalated): the sections cover the query poorly
     NOT_CITED_BEFORE = "not_cited_before"  # hint: this trail's text went uncited at this confidence
+    PREFETCH_PAUSED = "prefetch_paused"  # hint: no prefetch cut meets the tenant's target (hints only)
     NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
     NO_MATCH = "no_match"              # miss: nothing similar or confident enough
     STALE = "stale"                    # miss: every matching trail's sections changed
@@ -75,6 +76,8 @@ class Policy:
     merge_margin: float = 0.05
     # Two candidates this close in confidence that cite different sections: no prefetch.
     ambiguity_margin: float = 0.1
+    # The tenant's operating point found no cut that meets its target: hints only.
+    prefetch_paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,8 @@ def decide(
         reason = Reason.NOT_CITED_BEFORE
     elif escalated:
         reason = Reason.LOW_COVERAGE
+    elif policy.prefetch_paused:
+        reason = Reason.PREFETCH_PAUSED
     else:
         reason = Reason.MATCH
     decision = RecallDecision(

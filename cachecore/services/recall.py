@@ -79,6 +79,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
         merge_trails=tenant.merge_trails,
         learned_scorer=default_scorer() if tenant.match_mode == MatchMode.LEARNED else None,
         merge_margin=MERGE_SIMILARITY_MARGIN,
+        prefetch_paused=tenant.prefetch_paused,
     )
 
 
