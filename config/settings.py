@@ -203,7 +203,8 @@ TRAILCACHE_EMBEDDING_SPINNING = env_bool("TRAILCACHE_EMBEDDING_SPINNING", False)
 TRAILCACHE_EMBEDDING_CACHE_SIZE = env_int("TRAILCACHE_EMBEDDING_CACHE_SIZE", 4096, minimum=0)
 # Scopes with fewer active trails than this are searched exactly; larger ones through HNSW.
 TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS", 5000, minimum=0)
-# Sections whose upsert needs more chunk embeddings than this are embedded in a background task.
+# Per request, an upsert embeds at most this many chunks itself (sections in order); the rest go to a
+# background job, and recalls needing them answer a hint with reason "coverage_pending" meanwhile.
 TRAILCACHE_SYNC_CHUNK_LIMIT = env_int("TRAILCACHE_SYNC_CHUNK_LIMIT", 200, minimum=0)
 
 # This installation's namespace in the broker (queues, keys) and in Redis: two installations on one

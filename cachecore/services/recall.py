@@ -155,7 +155,10 @@ def recall(
         Candidate(c.trail_id, c.similarity, c.query_normalised, c.steps, tuple(
             Cited(s.section_id, s.recorded_hash, s.current_hash, s.text, s.token_count, s.pk,
                   unverified=s.section_id in unverified, query_terms=s.query_terms,
-                  coverage=s.coverage, trail_coverage=s.trail_coverage)
+                  coverage=s.coverage, trail_coverage=s.trail_coverage,
+                  # Read with the query's embedding, a mirrored section with text and no coverage
+                  # has no chunks for its current hash yet (a resolver's sections never have any).
+                  chunks_pending=s.pk is not None and s.text is not None and s.coverage is None)
             for s in read.cited.get(c.trail_id, [])
         ), boundary=c.boundary)
         for c in read.candidates
