@@ -32,6 +32,7 @@ from cachecore.models import MissReason
 from cachecore.selectors.citations import CitedSection, cited_sections_for_trails
 from cachecore.selectors.nearest import Candidate as Neighbour
 from cachecore.selectors.nearest import nearest_trails
+from cachecore.selectors.recalls import negative_bars
 from cachecore.selectors.sections import term_frequencies
 from tenants.models import MatchMode, Tenant
 
@@ -88,6 +89,8 @@ class _Read:
     candidates: list[Neighbour]
     cited: dict[str, list[CitedSection]]
     idf: Idf
+    # Trails with a boundary that have negatives: the bar for this query (None: no negative like it).
+    bars: dict[str, float | None] = field(default_factory=dict)
 
 
 def _read(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
@@ -95,7 +98,10 @@ def _read(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _R
     cited = cited_sections_for_trails(tenant=tenant, trail_ids=[c.trail_id for c in candidates],
                                       query_terms=terms, embedding=embedding)
     sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
-    return _Read(candidates, cited, Idf(sections, df))
+    # Only trails whose text went uncited before have a boundary: most recalls skip this read.
+    bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
+    bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=embedding) if bounded else {}
+    return _Read(candidates, cited, Idf(sections, df), bars)
 
 
 def _read_snapshot(*, tenant: Tenant, scope: str, embedding: Any, terms: list[str]) -> _Read:
@@ -160,7 +166,7 @@ def recall(
                   # has no chunks for its current hash yet (a resolver's sections never have any).
                   chunks_pending=s.pk is not None and s.text is not None and s.coverage is None)
             for s in read.cited.get(c.trail_id, [])
-        ), boundary=c.boundary)
+        ), boundary=read.bars.get(str(c.trail_id), c.boundary))
         for c in read.candidates
     ]
     decision = decide(
