@@ -92,12 +92,14 @@ def replay(*, rounds: int, noise: float, seed: int, out: Path, start_prefetch: f
             tenant.refresh_from_db()
             row = {
                 "round": r, "prefetch_confidence": tenant.prefetch_confidence,
+                "prefetch_paused": tenant.prefetch_paused,
                 "false_prefetch_rate": round(counts["twin_prefetch"] / max(1, counts["twins"]), 4),
                 "hit_rate": round(counts["own_prefetch"] / max(1, counts["paraphrases"]), 4), **counts,
             }
             applied = operating_point_apply(tenant=tenant, actor_label="research:replay", automatic=True)
             tenant.refresh_from_db()
             row["applied_next"] = tenant.prefetch_confidence if applied else None
+            row["paused_next"] = tenant.prefetch_paused
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
