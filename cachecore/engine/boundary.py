@@ -44,10 +44,16 @@ def bar_after_citation(*, bar: float, confidence: float, prefetch_confidence: fl
     return None if lowered < prefetch_confidence else lowered
 
 
+def alike(cosine: float | None) -> bool:
+    """Whether a query at this cosine to a negative's query asks what that one asked (None: no
+    query to compare, as for explicit feedback, which then concerns every negative)."""
+    return cosine is None or cosine >= LOCAL_SIMILARITY
+
+
 def local_bar(negatives: Iterable[tuple[float, float]]) -> float | None:
     """The bar for a query from (cosine to the negative's query, bar) of a trail's negatives:
     the highest among those like it; None when none is."""
-    bars = [bar for cosine, bar in negatives if cosine >= LOCAL_SIMILARITY]
+    bars = [bar for cosine, bar in negatives if alike(cosine)]
     return max(bars) if bars else None
 
 

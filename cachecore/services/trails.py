@@ -12,7 +12,7 @@ from django.utils import timezone
 from cachecore import resolver
 from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import (
-    LOCAL_SIMILARITY,
+    alike,
     bar_after_citation,
     boundary_after,
     learns_negative,
@@ -178,7 +178,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
         negatives = trail_negatives(tenant=tenant, trail_id=trail.pk, query_embedding=query_embedding)
         cleared, lowered = [], {}
         for neg in negatives:
-            if neg.cosine is not None and neg.cosine < LOCAL_SIMILARITY:
+            if not alike(neg.cosine):
                 continue
             bar = bar_after_citation(bar=neg.bar, confidence=confidence,
                                      prefetch_confidence=tenant.prefetch_confidence)

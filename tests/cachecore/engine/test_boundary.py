@@ -3,6 +3,7 @@
 from cachecore.engine.boundary import (
     LOCAL_SIMILARITY,
     RECOVERY_MARGIN,
+    alike,
     bar_after_citation,
     blocks_prefetch,
     boundary_after,
@@ -25,6 +26,7 @@ def test_the_bar_applies_to_queries_like_the_negative_only():
     negatives = [(LOCAL_SIMILARITY + 0.1, 0.9), (LOCAL_SIMILARITY - 0.01, 0.99), (LOCAL_SIMILARITY, 0.8)]
     assert local_bar(negatives) == 0.9
     assert local_bar([(0.3, 0.99)]) is None and local_bar([]) is None
+    assert alike(None) and alike(LOCAL_SIMILARITY) and not alike(LOCAL_SIMILARITY - 0.01)
     assert negative_bar(1.2) == 1.0 and negative_bar(0.7) == 0.7
     assert blocks_prefetch(0.9, 0.9) and not blocks_prefetch(0.9, 0.91) and not blocks_prefetch(None, 0.1)
 
