@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from cachecore.engine.decide import Reason
 from cachecore.engine.operating_point import Suggestion, suggest
 from cachecore.models import RecallEvent
 from tenants.models import AuditAction, Tenant
@@ -24,10 +25,17 @@ CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence", "prefetch_pause
 MAX_LABELS = 20_000
 
 
+# The answers the prefetch cut decides: served, a grey-band hint, or a prefetch held back by a
+# pause. A hint for polarity, ambiguity, a changed section, a bar or pending chunks stays a hint
+# at any cut, so its label says nothing about where the cut should be.
+CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
+
+
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
     """(confidence, cited) of the most recent labelled recalls still in the log (served or
-    shadow), at most ``MAX_LABELS``."""
-    rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False)
+    shadow) whose answer the cut decided, at most ``MAX_LABELS``."""
+    rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False,
+                                       reason__in=[r.value for r in CUT_REASONS])
             .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))
             .order_by("-created_at").values_list("confidence", "offered_cited")[:MAX_LABELS])
     return [(float(c), bool(cited)) for c, cited in rows]

@@ -150,3 +150,19 @@ def test_rounds_of_labels_through_the_service_move_the_cut_only_on_evidence(call
     assert true_rate <= 0.05, (states, true_rate)
     entries = AuditEntry.objects.filter(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entries.count() == len(moves) and all(e.details["automatic"] for e in entries)
+
+
+def test_only_answers_the_cut_decides_are_labels_for_it(caller):
+    from cachecore.services.calibration import calibration_labels
+
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=caller.tenant, scope="default", query=QUERY, trail_id=trail["trail_id"], outcome=outcome,
+                    reason=reason, confidence=0.95, latency_ms=1.0, offered_ids=["doc#config"], offered_cited=False)
+        for outcome, reason in [("prefetch", "match"), ("hint", "low_confidence"), ("hint", "prefetch_paused"),
+                                ("hint", "polarity"), ("hint", "ambiguous"), ("hint", "not_cited_before"),
+                                ("hint", "coverage_pending"), ("hint", "changed")]
+    ])
+    # A hint the cut did not decide (a guard, a bar, pending chunks) would be a hint at any cut.
+    assert len(calibration_labels(tenant=caller.tenant)) == 3
