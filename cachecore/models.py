@@ -292,6 +292,12 @@ class RecallEvent(models.Model):
     feedback = models.BooleanField(null=True)
     feedback_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A negative (engine/boundary.py): the trail this recall offered whose sections the following
+    # record left uncited for others, the recall query's embedding and the bar it sets for queries
+    # like it. Null otherwise; gone with the log entry (retention, erasure).
+    negative_for = models.UUIDField(null=True, blank=True)
+    negative_embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    negative_bar = models.FloatField(null=True, blank=True)
 
     objects = ScopedQuerySet.as_manager()
 
@@ -304,6 +310,9 @@ class RecallEvent(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="recall_tenant_created"),
             models.Index(fields=["trail", "-created_at"], name="recall_trail_created"),
             models.Index(fields=["tenant", "subject"], name="recall_tenant_subject", condition=~Q(subject="")),
+            # The few recalls that are negatives, by trail (read only for trails with a boundary).
+            models.Index(fields=["tenant", "negative_for"], name="recall_negatives",
+                         condition=Q(negative_for__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -219,7 +219,8 @@ if TRAILCACHE_EMBEDDING_VARIANT not in ("dynamic-int8", "int8-weights"):
 TRAILCACHE_MODEL_DIR = env_str("TRAILCACHE_MODEL_DIR", str(BASE_DIR / ".data" / "models"))
 # Scopes with fewer active trails than this are searched exactly; larger ones through HNSW.
 TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = env_int("TRAILCACHE_EXACT_SEARCH_MAX_TRAILS", 5000, minimum=0)
-# Sections whose upsert needs more chunk embeddings than this are embedded in a background task.
+# Per request, an upsert embeds at most this many chunks itself (sections in order); the rest go to a
+# background job, and recalls needing them answer a hint with reason "coverage_pending" meanwhile.
 TRAILCACHE_SYNC_CHUNK_LIMIT = env_int("TRAILCACHE_SYNC_CHUNK_LIMIT", 200, minimum=0)
 
 # This installation's namespace in the broker (queues, keys) and in Redis: two installations on one

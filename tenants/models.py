@@ -102,6 +102,17 @@ class Tenant(models.Model):
         help_text="The false-prefetch rate the suggested operating point keeps under (95 % confidence), "
         "from the agents' own citations.",
     )
+    noise_allowance = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(0.3)],
+        help_text="Label noise the operating point may allow on top of the target false-prefetch rate (the "
+        "share of right sections your agents leave uncited for their own reasons). 0: none, the labels' "
+        "uncited share counts as it is.",
+    )
+    prefetch_paused = models.BooleanField(
+        default=False,
+        help_text="Hints only, no prefetch: set when the operating point finds no prefetch confidence that "
+        "meets the target with your agents' labels, cleared when one does (or by an admin).",
+    )
     auto_calibrate = models.BooleanField(
         default=False,
         help_text="Apply the suggested prefetch confidence automatically (daily, audited each time).",

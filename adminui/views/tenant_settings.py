@@ -79,6 +79,9 @@ def calibration_apply(request: HttpRequest) -> HttpResponse:
     applied = calibration.operating_point_apply(tenant=tenant, actor_label=actor_label(request), actor=request.user)
     if applied is None:
         messages.info(request, "Nothing to apply: the suggestion is the current setting, or there is none yet.")
+    elif tenant.prefetch_paused:
+        messages.success(request, f"Prefetch paused, hints only: no prefetch confidence meets the target "
+                                  f"(from {applied.labels} labels).")
     else:
         messages.success(request, f"Prefetch confidence set to {tenant.prefetch_confidence:.2f} "
                                   f"(from {applied.labels} labels).")

@@ -12,7 +12,10 @@ threshold, band and margin lives here:
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
   and served from text, no polarity conflict, no close rival citing other sections, coverage
   not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
-  no candidate reaches ``hint_confidence``.
+  no candidate reaches ``hint_confidence``;
+- while a candidate's sections have no chunks yet (just upserted), the two questions' cosine
+  stands in for their coverage, and a would-be prefetch or grey-band answer is a hint with
+  ``coverage_pending``; a tenant whose operating point is paused answers hints only.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class Reason(StrEnum):
     HASH_ONLY = "hash_only"            # hint: sections kept by hash only, no text here
     LOW_COVERAGE = "low_coverage"      # hint (escalated): the sections cover the query poorly
     NOT_CITED_BEFORE = "not_cited_before"  # hint: this trail's text went uncited at this confidence
+    PREFETCH_PAUSED = "prefetch_paused"  # hint: no prefetch cut meets the tenant's target (hints only)
+    COVERAGE_PENDING = "coverage_pending"  # hint: the cited sections' chunks are not embedded yet
     NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
     NO_MATCH = "no_match"              # miss: nothing similar or confident enough
     STALE = "stale"                    # miss: every matching trail's sections changed
@@ -78,6 +83,8 @@ class Policy:
     merge_margin: float = 0.05
     # Two candidates this close in confidence that cite different sections: no prefetch.
     ambiguity_margin: float = 0.1
+    # The tenant's operating point found no cut that meets its target: hints only.
+    prefetch_paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,9 @@ class Cited:
     # The section exists but its scopes hide it from this read (issue 21): it counts as missing
     # and is never asked of the resolver.
     hidden: bool = False
+
+    # The section has text but no chunks for its current hash yet (embedding still to come).
+    chunks_pending: bool = False
 
     @property
     def state(self) -> SectionState:
@@ -133,6 +143,9 @@ class Scored:
     confidence: float = 0.0
     features: list[float] = field(default_factory=list)
     polarity: str | None = None
+    # The sections have text but their chunks are not embedded yet (just upserted): coverage is
+    # unknown for now, not poor.
+    coverage_pending: bool = False
 
     @property
     def trail_id(self) -> str:
@@ -216,6 +229,12 @@ def candidate_coverage(scored: Scored, *, of_trail: bool = False) -> float | Non
     return max(known) if len(known) == len(with_text) else None
 
 
+def coverage_pending(scored: Scored) -> bool:
+    """Coverage is unknown only because chunks are not ready: every cited section is valid with
+    text, and some have no chunks for their current hash yet (a large upsert's chunk job)."""
+    return scored.all_valid and scored.servable and any(c.chunks_pending for c in scored.valid)
+
+
 def _cite_other_sections(a: Scored, b: Scored) -> bool:
     """Neither cites all of the other's sections (then they are rivals, not the same path)."""
     ids_a = {c.section_id for c in a.candidate.cited}
@@ -246,10 +265,16 @@ def decide(
             continue
         scored.coverage = candidate_coverage(scored)
         scored.trail_coverage = candidate_coverage(scored, of_trail=True)
+        scored.coverage_pending = coverage_pending(scored)
         context = TrailContext(candidate.query_normalised, candidate.steps,
                                frozenset().union(*(c.query_terms for c in candidate.cited)))
+        # While chunks are pending, the cosine of the two questions stands in for the coverage the
+        # chunks will give (the scorer reads unknown coverage as poor evidence): the answer is
+        # then the hint it is likely to be, never a miss for want of chunks.
+        proxy = candidate.similarity if scored.coverage_pending else None
         scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
-                                         coverage=scored.coverage, trail_coverage=scored.trail_coverage)
+                                         coverage=scored.coverage if proxy is None else proxy,
+                                         trail_coverage=scored.trail_coverage if proxy is None else proxy)
         # The very same question (normalised) asks the same thing by definition; the scorer is
         # calibrated on reworded questions and must not second-guess it.
         same = bool(candidate.query_normalised) and candidate.query_normalised == query
@@ -281,12 +306,16 @@ def decide(
         reason = Reason.POLARITY
     elif rival is not None:
         reason = Reason.AMBIGUOUS
+    elif best.coverage_pending and not same_question:
+        reason = Reason.COVERAGE_PENDING
     elif best.confidence < policy.prefetch_confidence:
         reason = Reason.LOW_CONFIDENCE
     elif blocks_prefetch(best.candidate.boundary, best.confidence):
         reason = Reason.NOT_CITED_BEFORE
     elif escalated:
         reason = Reason.LOW_COVERAGE
+    elif policy.prefetch_paused:
+        reason = Reason.PREFETCH_PAUSED
     else:
         reason = Reason.MATCH
     decision = RecallDecision(

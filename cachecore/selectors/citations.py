@@ -75,6 +75,9 @@ def cited_sections_for_trails(
                 r[1], r[2], r[3], r[4], r[5] or 0, r[6], query_terms=frozenset(r[7] or ()),
                 coverage=float(r[9]) if r[9] is not None else None,
                 trail_coverage=float(r[10]) if r[10] is not None else None,
+                # Read with the query's embedding, a mirrored section with text and no coverage
+                # has no chunks for its current hash yet (a resolver's sections never have any).
+                chunks_pending=embedding is not None and r[6] is not None and r[4] is not None and r[9] is None,
             ))
     return by_trail
 

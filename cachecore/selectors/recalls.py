@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
+from cachecore.engine.boundary import local_bar
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
+from cachecore.selectors.nearest import vector_literal
 from cachecore.selectors.stats import recall_counts
 from tenants.caller import Caller, require_superuser
+from tenants.models import Tenant
 
 
 def recall_event_get(*, caller: Caller, recall_id: object) -> RecallEvent:
@@ -96,3 +102,41 @@ def _daily_counts(stats: QuerySet, events: QuerySet[RecallEvent], days: int) -> 
         row = by_day.get(day, {})
         out.append({"day": day, **{name: row.get(name) or 0 for name in _DAILY_COUNTS}})
     return out
+
+
+@dataclass(frozen=True)
+class Negative:
+    """A recall whose offer of a trail went uncited (engine/boundary.py), with the cosine of its
+    query to a given one (None when none was given)."""
+
+    recall_id: object
+    bar: float
+    cosine: float | None
+
+
+def trail_negatives(*, tenant: Tenant, trail_id: object, query_embedding: Any = None) -> list[Negative]:
+    """A trail's negatives, each with its query's cosine to ``query_embedding``."""
+    with connection.cursor() as cur:
+        if query_embedding is None:
+            cur.execute("SELECT id, negative_bar, NULL FROM cachecore_recallevent "
+                        "WHERE tenant_id = %s AND negative_for = %s", [tenant.pk, str(trail_id)])
+        else:
+            cur.execute("SELECT id, negative_bar, 1 - (negative_embedding <=> %s::vector) FROM cachecore_recallevent "
+                        "WHERE tenant_id = %s AND negative_for = %s",
+                        [vector_literal(query_embedding), tenant.pk, str(trail_id)])
+        return [Negative(r[0], float(r[1]), None if r[2] is None else float(r[2])) for r in cur.fetchall()]
+
+
+def negative_bars(*, tenant: Tenant, trail_ids: list[str], embedding: Any) -> dict[str, float | None]:
+    """For trails with a boundary: the bar their negatives set for a query with ``embedding``
+    (engine.boundary.local_bar), None when no negative is like it. Trails without any negative
+    are left out (their boundary is trail-wide). One statement, on the partial index."""
+    if not trail_ids:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT negative_for, array_agg(1 - (negative_embedding <=> %s::vector)), array_agg(negative_bar) "
+            "FROM cachecore_recallevent WHERE tenant_id = %s AND negative_for = ANY(%s::uuid[]) "
+            "GROUP BY negative_for",
+            [vector_literal(embedding), tenant.pk, [str(t) for t in trail_ids]])
+        return {str(r[0]): local_bar(zip(r[1], r[2])) for r in cur.fetchall()}

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from cachecore.engine.decide import Reason
 from cachecore.engine.operating_point import Suggestion, suggest
 from cachecore.models import RecallEvent
 from tenants.models import AuditAction, Tenant
@@ -17,17 +18,24 @@ from tenants.settings_diff import settings_audit_details, settings_snapshot
 
 SYSTEM_ACTOR = "system:calibration"
 # What applying a suggestion may change (audited old → new, like any settings change).
-CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence")
+CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence", "prefetch_paused")
 
 
 # The most recent labels are enough to place the operating point; more only costs the read.
 MAX_LABELS = 20_000
 
 
+# The answers the prefetch cut decides: served, a grey-band hint, or a prefetch held back by a
+# pause. A hint for polarity, ambiguity, a changed section, a bar or pending chunks stays a hint
+# at any cut, so its label says nothing about where the cut should be.
+CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
+
+
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
     """(confidence, cited) of the most recent labelled recalls still in the log (served or
-    shadow), at most ``MAX_LABELS``."""
-    rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False)
+    shadow) whose answer the cut decided, at most ``MAX_LABELS``."""
+    rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False,
+                                       reason__in=[r.value for r in CUT_REASONS])
             .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))
             .order_by("-created_at").values_list("confidence", "offered_cited")[:MAX_LABELS])
     return [(float(c), bool(cited)) for c, cited in rows]
@@ -35,16 +43,18 @@ def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
 
 def operating_point(*, tenant: Tenant) -> Suggestion | None:
     """The suggested prefetch confidence for the tenant's target false-prefetch rate, with its
-    evidence; None while there are too few labels."""
+    evidence (or hints only when no cut meets it); None while there are too few labels."""
     return suggest(calibration_labels(tenant=tenant), current_cut=tenant.prefetch_confidence,
-                   target_false=tenant.target_false_prefetch)
+                   target_false=tenant.target_false_prefetch, noise_allowance=tenant.noise_allowance,
+                   paused=tenant.prefetch_paused)
 
 
 def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict[str, Any]:
     """The suggestion and its evidence for the API and the console."""
     if suggestion is None:
         return {"labels": len(calibration_labels(tenant=tenant)), "enough_labels": False,
-                "current_prefetch_confidence": tenant.prefetch_confidence, "suggested": None}
+                "current_prefetch_confidence": tenant.prefetch_confidence, "suggested": None,
+                "prefetch_paused": tenant.prefetch_paused, "noise_allowance": tenant.noise_allowance}
 
     def figures(f: Any) -> dict[str, Any] | None:
         return None if f is None else {"prefetch_confidence": f.cut, "served": f.served, "false": f.false,
@@ -56,32 +66,39 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
             "current_prefetch_confidence": tenant.prefetch_confidence,
             "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
             "meets_target": suggestion.meets_target, "noise_floor": suggestion.noise_floor,
-            "changes": suggestion.changes}
+            "changes": suggestion.changes,
+            "noise_allowance": suggestion.noise_allowance, "move": suggestion.move.value,
+            "prefetch_paused": tenant.prefetch_paused, "hint_only": suggestion.hint_only}
 
 
 def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None,
                           automatic: bool = False) -> Suggestion | None:
-    """Set the tenant's prefetch confidence to the suggested cut (and the hint band's start
-    under it if needed); one audit entry with the evidence. None when nothing changes."""
+    """Apply the suggestion: the suggested prefetch confidence (and the hint band's start under it
+    if needed), or hints only when no cut meets the target; one audit entry with the evidence.
+    None when nothing changes."""
     suggestion = operating_point(tenant=tenant)
-    if suggestion is None or not suggestion.changes or suggestion.suggested is None:
+    if suggestion is None or not suggestion.changes:
         return None
     new = suggestion.suggested
     with transaction.atomic():
         locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
         before = settings_snapshot(locked, CALIBRATED_SETTINGS)
-        locked.prefetch_confidence = new.cut
-        locked.hint_confidence = min(locked.hint_confidence, new.cut)
+        locked.prefetch_paused = suggestion.hint_only
+        if new is not None:
+            locked.prefetch_confidence = new.cut
+            locked.hint_confidence = min(locked.hint_confidence, new.cut)
         locked.full_clean()
-        locked.save(update_fields=["prefetch_confidence", "hint_confidence"])
+        locked.save(update_fields=list(CALIBRATED_SETTINGS))
         audit_record(
             tenant=locked, actor=actor, actor_label=actor_label, action=AuditAction.CALIBRATION_APPLY,
             target="prefetch_confidence",
             details={**settings_audit_details(before, settings_snapshot(locked, CALIBRATED_SETTINGS)),
-                     "automatic": automatic,
+                     "automatic": automatic, "move": suggestion.move.value,
                      "labels": suggestion.labels, "target_false": suggestion.target_false,
+                     "noise_allowance": suggestion.noise_allowance,
                      "meets_target": suggestion.meets_target,
-                     "false_rate_upper": new.false_rate_upper, "hit_rate": new.hit_rate},
+                     "false_rate_upper": new.false_rate_upper if new else None,
+                     "hit_rate": new.hit_rate if new else 0.0},
         )
     tenant.refresh_from_db()
     return suggestion

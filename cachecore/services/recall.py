@@ -35,6 +35,7 @@ from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
 from cachecore.selectors.citations import cited_sections_for_trails
 from cachecore.selectors.nearest import nearest_trails, vector_literal
+from cachecore.selectors.recalls import negative_bars
 from cachecore.selectors.sections import term_frequencies
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
@@ -80,6 +81,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
         merge_trails=tenant.merge_trails,
         learned_scorer=default_scorer() if tenant.match_mode == MatchMode.LEARNED else None,
         merge_margin=MERGE_SIMILARITY_MARGIN,
+        prefetch_paused=tenant.prefetch_paused,
     )
 
 
@@ -96,7 +98,12 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
                                       query_terms=terms, embedding=vector)
     sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
-    return _Read([replace(c, cited=tuple(cited[c.trail_id])) for c in candidates], Idf(sections, df))
+    # Only trails whose text went uncited before have a boundary: most recalls skip this read.
+    # A trail with negatives gets the bar they set for this query (None: no negative like it).
+    bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
+    bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=vector) if bounded else {}
+    return _Read([replace(c, cited=tuple(cited[c.trail_id]), boundary=bars.get(str(c.trail_id), c.boundary))
+                  for c in candidates], Idf(sections, df))
 
 
 @contextmanager

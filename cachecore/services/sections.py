@@ -238,17 +238,29 @@ def trails_invalidate_job_run(job: Job) -> dict[str, int]:
 
 
 def section_chunks_schedule(*, tenant: Tenant, sections: Sequence[Section], mode: str = "auto") -> None:
-    """Chunk embeddings for coverage: computed now for small upserts, in a background job
-    for large ones (recall treats a section without ready chunks as coverage-unknown)."""
+    """Chunk embeddings for coverage. ``auto``: embedded in the call up to the per-request cap
+    (``TRAILCACHE_SYNC_CHUNK_LIMIT`` chunks), the sections in the order given until the next one
+    would pass it; the rest in a background job. A recall that needs a section whose chunks are
+    still pending answers a hint with ``reason: "coverage_pending"``, never a miss for it.
+    ``now``: all in the call; ``job``: all in the job; ``later``: left to the caller."""
     with_text = [s for s in sections if s.text]
     if not with_text or mode == "later":
         return
-    needed = sum(len(split_chunks(s.text)) for s in with_text)
-    if needed <= {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_CHUNK_LIMIT):
-        section_chunks_compute(section_pks=[s.pk for s in with_text])
-        return
-    job_create(tenant=tenant, kind=JobKind.SECTION_CHUNKS, params={"section_pks": [s.pk for s in with_text]},
-               progress_total=len(with_text))
+    cap = {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_CHUNK_LIMIT)
+    now: list[Section] = []
+    needed = 0
+    for section in with_text:
+        chunks = len(split_chunks(section.text))
+        if needed + chunks > cap:
+            break
+        needed += chunks
+        now.append(section)
+    if now:
+        section_chunks_compute(section_pks=[s.pk for s in now])
+    rest = with_text[len(now):]
+    if rest:
+        job_create(tenant=tenant, kind=JobKind.SECTION_CHUNKS, params={"section_pks": [s.pk for s in rest]},
+                   progress_total=len(rest))
 
 
 # Sections embedded per step of a chunks job (one progress update per step).

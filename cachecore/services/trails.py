@@ -12,7 +12,13 @@ from django.utils import timezone
 from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
-from cachecore.engine.boundary import boundary_after
+from cachecore.engine.boundary import (
+    alike,
+    bar_after_citation,
+    boundary_after,
+    learns_negative,
+    negative_bar,
+)
 from cachecore.engine.text import normalise_query
 from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
@@ -22,7 +28,7 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from cachecore.selectors.recalls import recall_event_lock
+from cachecore.selectors.recalls import recall_event_lock, trail_negatives
 from cachecore.selectors.sections import sections_current_hashes
 from cachecore.selectors.trails import trail_lock
 from cachecore.services.admission import admission_decide
@@ -104,12 +110,15 @@ def trail_record(
                 subject=subject or recall_event.subject,
             )
             if label is not None and first_label:
-                # Only (would-be) served text that went uncited raises a boundary; any citation
-                # lowers it. Shadow recalls teach the same way: nothing was served, so their
-                # label is the agent's own unbiased choice.
-                if label or _decided_outcome(recall_event) == RecallOutcome.PREFETCH:
-                    trail_boundary_learn(tenant=tenant, trail_id=decided_trail(recall_event),
-                                         confidence=recall_event.confidence, cited=label)
+                # An offer (text or hint) left uncited for other sections sets a negative for
+                # queries like the recall's; a citation lowers the bars of those like it. Shadow
+                # recalls teach the same way: nothing was served, so their label is the agent's
+                # own unbiased choice.
+                recalled = normalise_query(recall_event.query) if recall_event.query else ""
+                trail_label_learn(
+                    tenant=tenant, event=recall_event, label=label, cited_any=bool(cited),
+                    query_embedding=(embedding if recalled == normalised else
+                                     embedder.embed_one(recalled) if recalled else None))
     return trail
 
 
@@ -136,19 +145,67 @@ def decided_trail(event: RecallEvent) -> str | None:
     return str(event.trail_id) if event.trail_id else None
 
 
-def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool) -> None:
-    """Move the trail's prefetch boundary by one label (engine/boundary.py)."""
-    if trail_id is None or confidence is None:
+def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited_any: bool,
+                      query_embedding: Any) -> None:
+    """What one labelled recall teaches its trail (engine/boundary.py): a negative kept on the
+    recall's log entry, or a citation that lowers the bars of the negatives like it. Without the
+    recall's query (redacted) a negative has nothing to be local to and is not kept."""
+    trail_id = decided_trail(event)
+    if trail_id is None or event.confidence is None:
+        return
+    if learns_negative(decided_outcome=_decided_outcome(event), label=label, cited_any=cited_any):
+        if query_embedding is None:
+            return
+        bar = negative_bar(event.confidence)
+        with transaction.atomic():
+            trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only(
+                "pk", "prefetch_boundary").first()
+            if trail is None:
+                return
+            RecallEvent.objects.filter(tenant=tenant, pk=event.pk).update(
+                negative_for=trail.pk, negative_embedding=query_embedding, negative_bar=bar)
+            if trail.prefetch_boundary is None or bar > trail.prefetch_boundary:
+                Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=bar)
+    elif label:
+        trail_boundary_learn(tenant=tenant, trail_id=trail_id, confidence=event.confidence, cited=True,
+                             query_embedding=query_embedding)
+
+
+def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool,
+                         query_embedding: Any = None) -> None:
+    """A citation of the trail at ``confidence`` (or explicit approval): the bars of its negatives
+    like ``query_embedding`` (all of them without one) fall under it, those under the tenant's
+    prefetch cut are cleared, and the trail keeps the highest bar left."""
+    if trail_id is None or confidence is None or not cited:
         return
     with transaction.atomic():
         trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only(
             "pk", "prefetch_boundary").first()
-        if trail is None:
+        if trail is None or trail.prefetch_boundary is None:
             return
-        moved = boundary_after(boundary=trail.prefetch_boundary, confidence=confidence, cited=cited,
-                               prefetch_confidence=tenant.prefetch_confidence)
-        if moved != trail.prefetch_boundary:
-            Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=moved)
+        negatives = trail_negatives(tenant=tenant, trail_id=trail.pk, query_embedding=query_embedding)
+        cleared, lowered = [], {}
+        for neg in negatives:
+            if not alike(neg.cosine):
+                continue
+            bar = bar_after_citation(bar=neg.bar, confidence=confidence,
+                                     prefetch_confidence=tenant.prefetch_confidence)
+            if bar is None:
+                cleared.append(neg.recall_id)
+            elif bar != neg.bar:
+                lowered[neg.recall_id] = bar
+        if cleared:
+            RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(
+                negative_for=None, negative_embedding=None, negative_bar=None)
+        for recall_id, bar in lowered.items():
+            RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(negative_bar=bar)
+        left = [lowered.get(n.recall_id, n.bar) for n in negatives if n.recall_id not in cleared]
+        # A boundary without negatives (from before negatives were kept) falls as one did.
+        boundary = max(left) if left else (
+            None if negatives else boundary_after(boundary=trail.prefetch_boundary, confidence=confidence,
+                                                  cited=True, prefetch_confidence=tenant.prefetch_confidence))
+        if boundary != trail.prefetch_boundary:
+            Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=boundary)
 
 
 def trail_delete(*, caller: Caller, trail_id: object) -> None:

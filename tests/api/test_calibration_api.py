@@ -79,3 +79,90 @@ def test_savings_count_cited_prefetches_at_the_miss_path_baseline(caller):
     savings = caller.get("/api/v1/stats").json()["savings"]
     assert savings["cited_prefetches"] == 1 and savings["baseline_records"] == 1
     assert savings["calls"] == 3.0 and savings["tokens"] > 0
+
+
+def _labels(tenant, trail_id, rows) -> None:
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=tenant, scope="default", query=QUERY, trail_id=trail_id, outcome="hint",
+                    reason="low_confidence", confidence=c, latency_ms=1.0, served_ids=[], offered_ids=["doc#config"],
+                    served_cited=0, offered_cited=cited)
+        for c, cited in rows
+    ])
+
+
+def test_no_cut_meeting_the_target_pauses_prefetch_and_recall_answers_hints_only(caller):
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()
+    assert caller.recall(QUERY)["outcome"] == "prefetch"
+    # A tenth of every band uncited: no cut meets 5 % without an allowance for label noise.
+    _labels(caller.tenant, trail["trail_id"], ([(0.95, True)] * 270 + [(0.95, False)] * 30
+                                                 + [(0.8, True)] * 90 + [(0.8, False)] * 10))
+    cal = caller.get("/api/v1/stats").json()["calibration"]
+    assert cal["move"] == "pause" and cal["hint_only"] is True and cal["suggested"] is None
+    assert cal["noise_allowance"] == 0.0 and cal["noise_floor"] == 0.1 and cal["prefetch_paused"] is False
+    applied = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    assert applied is not None and caller.tenant.prefetch_paused
+    entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
+    assert entry.details["prefetch_paused"] == {"old": False, "new": True} and entry.details["move"] == "pause"
+    paused = caller.recall(QUERY)
+    assert (paused["outcome"], paused["reason"]) == ("hint", "prefetch_paused")
+    assert all("text" not in s for s in paused["sections"]) and "hints only" in paused["hint"]
+    # Nothing more to do while the labels say the same.
+    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None
+    # The tenant declares its agents leave a tenth of right sections uncited: prefetch resumes.
+    caller.tenant.noise_allowance = 0.1
+    caller.tenant.save(update_fields=["noise_allowance"])
+    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None  # not yet enough
+    _labels(caller.tenant, trail["trail_id"], [(0.95, True)] * 540 + [(0.95, False)] * 60)
+    resumed = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    assert resumed is not None and resumed.move.value == "resume" and not caller.tenant.prefetch_paused
+    assert caller.recall(QUERY)["outcome"] == "prefetch"
+
+
+def test_rounds_of_labels_through_the_service_move_the_cut_only_on_evidence(caller):
+    """Rounds of labels drawn from a known confidence → correctness curve, applied between
+    rounds as auto-calibration would: the cut moves up once on evidence, then never swings."""
+    import random
+
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()
+    rng = random.Random(1)
+    states = [(caller.tenant.prefetch_confidence, False)]
+    for _ in range(6):
+        rows = []
+        for _ in range(300):
+            c = round(rng.uniform(0.5, 1.0), 3)
+            rows.append((c, rng.random() < min(1.0, 0.1 + 0.92 * c)))
+        _labels(caller.tenant, trail["trail_id"], rows)
+        operating_point_apply(tenant=caller.tenant, actor_label="system:calibration", automatic=True)
+        states.append((caller.tenant.prefetch_confidence, caller.tenant.prefetch_paused))
+    # Served cut per round (None: hints only). The default serves ~5 % false here: the evidence
+    # first raises it (or pauses prefetch while no higher cut has shown it meets the target)...
+    served = [None if paused else cut for cut, paused in states]
+    moves = [(a, b) for a, b in zip(served, served[1:]) if a != b]
+    assert moves and (moves[0][1] is None or moves[0][1] > moves[0][0]), states
+    # ...then it only comes down, on evidence, and never swings back up.
+    assert all(a is None or (b is not None and b < a) for a, b in moves[1:]), states
+    final = served[-1]
+    assert final is not None, states
+    # The real false rate at the final cut (uniform confidences, known curve) is under 5 %.
+    true_rate = sum(1 - min(1.0, 0.1 + 0.92 * (final + (1 - final) * (i + 0.5) / 1000)) for i in range(1000)) / 1000
+    assert true_rate <= 0.05, (states, true_rate)
+    entries = AuditEntry.objects.filter(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
+    assert entries.count() == len(moves) and all(e.details["automatic"] for e in entries)
+
+
+def test_only_answers_the_cut_decides_are_labels_for_it(caller):
+    from cachecore.services.calibration import calibration_labels
+
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=caller.tenant, scope="default", query=QUERY, trail_id=trail["trail_id"], outcome=outcome,
+                    reason=reason, confidence=0.95, latency_ms=1.0, offered_ids=["doc#config"], offered_cited=False)
+        for outcome, reason in [("prefetch", "match"), ("hint", "low_confidence"), ("hint", "prefetch_paused"),
+                                ("hint", "polarity"), ("hint", "ambiguous"), ("hint", "not_cited_before"),
+                                ("hint", "coverage_pending"), ("hint", "changed")]
+    ])
+    # A hint the cut did not decide (a guard, a bar, pending chunks) would be a hint at any cut.
+    assert len(calibration_labels(tenant=caller.tenant)) == 3

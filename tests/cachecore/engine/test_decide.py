@@ -146,3 +146,35 @@ def test_a_trail_whose_text_went_uncited_prefetches_only_above_its_boundary():
     assert boundary_after(boundary=0.95, confidence=0.9, cited=True, prefetch_confidence=0.8) == 0.88
     assert boundary_after(boundary=0.95, confidence=0.81, cited=True, prefetch_confidence=0.8) is None
     assert boundary_after(boundary=None, confidence=0.9, cited=True, prefetch_confidence=0.8) is None
+
+
+def test_pending_chunks_give_a_coverage_pending_hint_never_a_miss():
+    # Unknown coverage reads as poor evidence to the scorer; while chunks are pending the
+    # question's cosine stands in for it, and the answer is a hint saying why.
+    coverage_weighted = MatchScorer(
+        weights=tuple({"cosine": 10.0, "coverage": 10.0}.get(f, 0.0) for f in FEATURES), bias=-15.0,
+        means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES), prefetch_confidence=0.8, hint_confidence=0.2)
+    policy = Policy(scorer=coverage_weighted, similarity_threshold=0.5, prefetch_confidence=0.8, hint_confidence=0.2,
+                    coverage_floor=0.3)
+    pending = run(cand("t1", 0.85, cited("a", chunks_pending=True)), policy=policy)
+    assert (pending.outcome, pending.reason, pending.trail_id) == (Outcome.HINT, Reason.COVERAGE_PENDING, "t1")
+    assert all("text" not in s for s in pending.sections) and "still being indexed" in pending.hint
+    # The same candidate once its chunks are ready and cover the query: a prefetch.
+    ready = run(cand("t1", 0.85, cited("a", coverage=0.8)), policy=policy)
+    assert ready.outcome is Outcome.PREFETCH
+    # Weak evidence even with the stand-in stays a miss (it would be one once chunks are ready).
+    far = run(cand("t1", 0.55, cited("a", chunks_pending=True)), policy=policy)
+    assert (far.outcome, far.reason) == (Outcome.MISS, Reason.NO_MATCH)
+    # The very same question prefetches whatever the chunks.
+    same = run(cand("t1", 0.99, cited("a", chunks_pending=True), question=QUERY), policy=policy)
+    assert (same.outcome, same.reason) == (Outcome.PREFETCH, Reason.MATCH)
+
+
+def test_a_paused_tenant_answers_hints_only():
+    from dataclasses import replace
+
+    d = run(cand("t1", 0.95, cited("a")), policy=replace(POLICY, prefetch_paused=True))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.PREFETCH_PAUSED)
+    assert all("text" not in s for s in d.sections) and d.served_ids == []
+    grey = run(cand("t1", 0.78, cited("a")), policy=replace(POLICY, prefetch_paused=True))
+    assert grey.reason is Reason.LOW_CONFIDENCE

@@ -1,0 +1,33 @@
+"""The Settings page's calibration card: the noise allowance setting, a suggestion to answer hints
+only, and the paused state, applied and audited from the console."""
+
+from cachecore.models import RecallEvent
+from tenants.models import AuditAction, AuditEntry
+
+
+def _noisy_labels(tenant, trail) -> None:
+    rows = [(0.95, True)] * 270 + [(0.95, False)] * 30 + [(0.8, True)] * 90 + [(0.8, False)] * 10
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=tenant, scope="default", query="q", trail_id=trail.pk, outcome="hint",
+                    reason="low_confidence", confidence=c, latency_ms=1.0,
+                    offered_ids=["manual/install.md#linux"], offered_cited=cited)
+        for c, cited in rows
+    ])
+
+
+def test_settings_page_suggests_hints_only_and_says_so_once_applied(world):
+    client = world.client("admin")
+    page = client.get("/console/settings/?tenant=acme").content.decode()
+    assert "Label noise the operating point may allow" in page and "Hints only, no prefetch" in page
+    _noisy_labels(world.tenant, world.trails[0])
+    page = client.get("/console/settings/?tenant=acme").content.decode()
+    assert "No prefetch confidence meets the target with these labels" in page
+    assert "Apply suggestion: hints only" in page and "prefetch is paused" not in page
+    applied = client.post("/console/settings/calibration/apply/?tenant=acme")
+    assert applied.status_code == 302
+    world.tenant.refresh_from_db()
+    assert world.tenant.prefetch_paused
+    assert AuditEntry.objects.get(tenant=world.tenant, action=AuditAction.CALIBRATION_APPLY).details["move"] == "pause"
+    page = client.get(applied["Location"]).content.decode()
+    assert "Prefetch paused, hints only" in page
+    assert "Hints only: prefetch is paused." in page and "prefetch_paused" in page

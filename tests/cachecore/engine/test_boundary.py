@@ -1,0 +1,42 @@
+"""Per-trail bars from negatives (no database)."""
+
+from cachecore.engine.boundary import (
+    LOCAL_SIMILARITY,
+    RECOVERY_MARGIN,
+    alike,
+    bar_after_citation,
+    blocks_prefetch,
+    boundary_after,
+    learns_negative,
+    local_bar,
+    negative_bar,
+)
+
+
+def test_an_offer_as_text_or_hint_left_uncited_for_other_sections_is_a_negative():
+    assert learns_negative(decided_outcome="prefetch", label=False, cited_any=True)
+    assert learns_negative(decided_outcome="hint", label=False, cited_any=True)
+    assert not learns_negative(decided_outcome="miss", label=False, cited_any=True)
+    assert not learns_negative(decided_outcome="hint", label=True, cited_any=True)
+    assert not learns_negative(decided_outcome="prefetch", label=False, cited_any=False)
+    assert not learns_negative(decided_outcome="prefetch", label=None, cited_any=True)
+
+
+def test_the_bar_applies_to_queries_like_the_negative_only():
+    negatives = [(LOCAL_SIMILARITY + 0.1, 0.9), (LOCAL_SIMILARITY - 0.01, 0.99), (LOCAL_SIMILARITY, 0.8)]
+    assert local_bar(negatives) == 0.9
+    assert local_bar([(0.3, 0.99)]) is None and local_bar([]) is None
+    assert alike(None) and alike(LOCAL_SIMILARITY) and not alike(LOCAL_SIMILARITY - 0.01)
+    assert negative_bar(1.2) == 1.0 and negative_bar(0.7) == 0.7
+    assert blocks_prefetch(0.9, 0.9) and not blocks_prefetch(0.9, 0.91) and not blocks_prefetch(None, 0.1)
+
+
+def test_a_citation_lowers_the_bar_under_it_and_clears_it_under_the_cut():
+    assert bar_after_citation(bar=0.95, confidence=0.9, prefetch_confidence=0.8) == 0.9 - RECOVERY_MARGIN
+    assert bar_after_citation(bar=0.85, confidence=0.97, prefetch_confidence=0.8) == 0.85
+    assert bar_after_citation(bar=0.95, confidence=0.81, prefetch_confidence=0.8) is None
+    # The trail-wide form (no query to be local to) moves the same way.
+    assert boundary_after(boundary=None, confidence=0.9, cited=False, prefetch_confidence=0.8) == 0.9
+    assert boundary_after(boundary=0.9, confidence=0.95, cited=False, prefetch_confidence=0.8) == 0.95
+    assert boundary_after(boundary=None, confidence=0.9, cited=True, prefetch_confidence=0.8) is None
+    assert boundary_after(boundary=0.95, confidence=0.81, cited=True, prefetch_confidence=0.8) is None
