@@ -9,7 +9,7 @@ TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory of Acme
         "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."}
 QUERY = "How do I move the Acme configuration directory?"
 NEAR_MISS = "How do I move the Acme log directory?"
-NEAR_MISS_AGAIN = "How can I move the directory where Acme writes its logs?"
+NEAR_MISS_AGAIN = "Can the Acme log directory be moved?"
 SAME_NEED = "Where do I set which folder Acme keeps its configuration in?"
 
 

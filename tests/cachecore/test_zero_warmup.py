@@ -77,5 +77,7 @@ def test_recalls_right_after_a_large_upsert_are_never_a_miss_for_pending_chunks(
         assert later["outcome"] != "miss" and later["trail_id"] == trails[section_id], (section_id, later)
         assert later["reason"] != "coverage_pending"
         if section_id in ready:
-            assert (later["outcome"], later["reason"]) == (at_once[section_id]["outcome"],
-                                                           at_once[section_id]["reason"])
+            # Its own coverage was there from the start: the same outcome (the reason of a hint may
+            # move between ambiguous and low_confidence, since the other candidates' coverage was
+            # only stood in for while their chunks were pending).
+            assert later["outcome"] == at_once[section_id]["outcome"], (section_id, later, at_once[section_id])
