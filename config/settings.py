@@ -54,6 +54,8 @@ INSTALLED_APPS = [
     "cachecore",
     "api",
     "adminui",
+    # GET /healthz and GET /metrics, and the metrics counted from what the services report.
+    "ops",
     # Benchmark, evaluation and studies (their management commands); the product never imports it.
     "research",
     # Documentation splitting and ingestion (manage.py ingest_docs); the product never imports it.
@@ -253,7 +255,8 @@ TRAILCACHE_RESOLVER_ALLOWED_NETWORKS = env_networks("TRAILCACHE_RESOLVER_ALLOWED
 TRAILCACHE_RESOLVER_MAX_BODY_BYTES = env_int("TRAILCACHE_RESOLVER_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
-# GET /metrics: bearer token (unset: loopback only); tenants (slugs) that get their own label (others: "other").
+# GET /metrics: bearer token (unset: refused in production mode, loopback only in development);
+# tenants (slugs) that get their own label (others: "other").
 TRAILCACHE_METRICS_TOKEN = env_str("TRAILCACHE_METRICS_TOKEN", "")
 TRAILCACHE_METRICS_TENANTS = env_list("TRAILCACHE_METRICS_TENANTS", [])
 
