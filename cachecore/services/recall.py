@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from cachecore import resolver
 from cachecore.embedding import get_embedder
-from cachecore.engine.decide import Candidate, Cited, Policy, RecallDecision, decide
+from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, Policy, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
@@ -37,8 +37,6 @@ from tenants.models import MatchMode, Tenant
 
 # Candidates read per recall.
 CANDIDATES = 5
-# Trails merged into a recall are within this much cosine of the best one (engine Policy).
-MERGE_SIMILARITY_MARGIN = 0.05
 
 
 @dataclass
