@@ -110,10 +110,11 @@ def connect_receivers() -> None:
 
 # --- scrape-time gauges ----------------------------------------------------------------------
 def _broker_up() -> bool:
-    from config.celery import app
+    # The project's Celery app (config/__init__.py loads it with Django), as the job publisher uses it.
+    from celery import current_app
 
     try:
-        with app.connection_for_write() as conn:
+        with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=0, timeout=2)
         return True
     except Exception:  # any broker failure is a 0, never a failed scrape
