@@ -3,8 +3,9 @@ directives rendered to plain text roughly as Sphinx would.
 
 docutils parses; this module only renders the doctree. Sphinx's roles (``:func:``, ``:pep:``, …)
 and directives (``.. function::``, ``.. versionadded::``, …) are unknown to plain docutils: every
-role and directive a text names is registered, for that parse, as a generic one that keeps its
-name, arguments and content, and the renderer below decides what each becomes. Nothing is read
+role and directive a text names is registered in docutils' registries (for the process, docutils'
+own directives of those names included) as a generic one that keeps its name, arguments and
+content, and the renderer below decides what each becomes. Nothing is read
 from disk (file insertion and ``raw`` are off) and no message is printed."""
 
 from __future__ import annotations
