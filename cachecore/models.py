@@ -4,6 +4,8 @@ recall log."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -15,6 +17,7 @@ from django.db.models.expressions import RawSQL
 from pgvector.django import HnswIndex, VectorField
 
 from cachecore.embedding import DIMENSIONS, SHIPPED_MODEL_VERSION
+from cachecore.engine import outcome as engine_outcome
 from tenants.models import Tenant
 from tenants.scopes import entries_visible_sql
 
@@ -239,16 +242,22 @@ class Citation(models.Model):
         return f"{self.trail_id} cites {self.section_id}"
 
 
-class RecallOutcome(models.TextChoices):
-    PREFETCH = "prefetch", "Prefetch"
-    HINT = "hint", "Hint"
-    MISS = "miss", "Miss"
+def choices_of(name: str, enum: type[StrEnum], labels: Mapping[str, str]) -> type[models.TextChoices]:
+    """Model choices derived from an engine enum: its members, names and values, one label each
+    (keyed by member name). The engine's vocabulary is the one definition; a member without a
+    label is an error at import, a new member a migration (``makemigrations --check``)."""
+    if set(labels) != set(enum.__members__):
+        raise TypeError(f"labels of {enum.__name__} must name exactly {sorted(enum.__members__)}, got {sorted(labels)}")
+    return models.TextChoices(name, [(member, (enum[member].value, labels[member])) for member in enum.__members__],
+                              module=__name__)
 
 
-class MissReason(models.TextChoices):
-    NO_CANDIDATE = "no_candidate", "No similar trail"
-    STALE = "stale", "Every cited section changed"
-    GUARD = "guard", "Rejected by the matching guard"
+# What a recall answered (cachecore.engine.outcome.Outcome).
+RecallOutcome = choices_of("RecallOutcome", engine_outcome.Outcome,
+                           {"PREFETCH": "Prefetch", "HINT": "Hint", "MISS": "Miss"})
+# Why a miss was logged (cachecore.engine.outcome.MissReason).
+MissReason = choices_of("MissReason", engine_outcome.MissReason,
+                        {"NO_CANDIDATE": "No similar trail", "STALE": "Every cited section changed"})
 
 
 class RecallEvent(models.Model):

@@ -54,11 +54,19 @@ INSTALLED_APPS = [
     "cachecore",
     "api",
     "adminui",
-    # Benchmark, evaluation and studies (their management commands); the product never imports it.
-    "research",
-    # Documentation splitting and ingestion (manage.py ingest_docs); the product never imports it.
-    "docingest",
+    # GET /healthz and GET /metrics, and the metrics counted from what the services report.
+    "ops",
 ]
+# Apps the product never imports, for their management commands: the demo and `manage.py
+# embedded_db` (devtools), the benchmark, evaluation and studies (research), documentation splitting
+# and ingestion (docingest: ingest_docs). All of them in development mode; none in production mode
+# unless named here (e.g. TRAILCACHE_OPTIONAL_APPS=docingest to run ingest_docs against a deployment).
+OPTIONAL_APPS = ("devtools", "research", "docingest")
+TRAILCACHE_OPTIONAL_APPS = env_list("TRAILCACHE_OPTIONAL_APPS", list(OPTIONAL_APPS) if TRAILCACHE_DEV else [])
+if not set(TRAILCACHE_OPTIONAL_APPS) <= set(OPTIONAL_APPS):
+    raise ConfigError(f"TRAILCACHE_OPTIONAL_APPS names apps among {', '.join(OPTIONAL_APPS)}, "
+                      f"got {', '.join(TRAILCACHE_OPTIONAL_APPS)}")
+INSTALLED_APPS += [app for app in OPTIONAL_APPS if app in TRAILCACHE_OPTIONAL_APPS]
 
 MIDDLEWARE = [
     # Outermost: the database down → 503 with Retry-After on every route, never a 500 page.
@@ -270,7 +278,8 @@ TRAILCACHE_RESOLVER_ALLOWED_NETWORKS = env_networks("TRAILCACHE_RESOLVER_ALLOWED
 TRAILCACHE_RESOLVER_MAX_BODY_BYTES = env_int("TRAILCACHE_RESOLVER_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
-# GET /metrics: bearer token (unset: loopback only); tenants (slugs) that get their own label (others: "other").
+# GET /metrics: bearer token (unset: refused in production mode, loopback only in development);
+# tenants (slugs) that get their own label (others: "other").
 TRAILCACHE_METRICS_TOKEN = env_str("TRAILCACHE_METRICS_TOKEN", "")
 TRAILCACHE_METRICS_TENANTS = env_list("TRAILCACHE_METRICS_TENANTS", [])
 

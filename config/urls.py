@@ -1,7 +1,6 @@
 from django.urls import include, path
 
-from api.metrics import metrics_view
-from api.views.health import healthz
+from ops.views import healthz, metrics_view
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -1,9 +1,9 @@
 """Documentation ingestion: split documentation files into addressable sections, and ingest a
 tree as a tenant's sections (``ingest.py``, ``manage.py ingest_docs``).
 
-The splitter (``common``, ``rst``, ``markdown``, ``html``, ``tree``) is pure standard library:
-no Django, no project imports. ``ingest`` uses the product's services; the product never
-imports this package.
+The splitter (``common``, ``rst``, ``markdown``, ``html``, ``tree``) is standard library plus
+docutils (``rst``: the reference reStructuredText parser): no Django, no project imports.
+``ingest`` uses the product's services; the product never imports this package.
 
 Every section gets a stable id ``"<relpath>#<anchor>"`` where *relpath* is the
 file's path relative to the tree root (forward slashes) and *anchor* is:

@@ -10,7 +10,7 @@ from pathlib import Path
 from docingest.common import DocSection
 from docingest.html import split_sphinx_html
 from docingest.markdown import split_markdown
-from docingest.rst import find_rst_headings, split_rst
+from docingest.rst import rst_titles, split_rst
 
 DEFAULT_SKIP_DIRS = frozenset(
     {
@@ -35,8 +35,7 @@ _RST_HINT_RE = re.compile(r"^\.\. [\w:-]+::|^\.\. _[^:]+:|:[\w:]+:`[^`]+`|``[^`]
 def _looks_like_rst(text: str) -> bool:
     if _RST_HINT_RE.search(text):
         return True
-    lines = text.replace("\r\n", "\n").split("\n")
-    return bool(find_rst_headings(lines))
+    return bool(rst_titles(text))
 
 
 def _kind(name: str) -> str | None:

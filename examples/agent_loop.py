@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from trailcache import NotFoundError, RecallResult, Trailcache
 
-# The demo tenant's manual (cachecore/demo.py): the agent's "index" is these sections' current text.
+# The demo tenant's manual (devtools/demo.py): the agent's "index" is these sections' current text.
 DEMO_SECTION_IDS = [
     "manual/install.md#requirements", "manual/install.md#linux", "manual/install.md#windows",
     "manual/sync.md#conflicts", "manual/sync.md#selective", "manual/sync.md#bandwidth",

@@ -29,6 +29,9 @@ DEFAULT_HINT_CONFIDENCE = 0.13
 
 
 class MatchMode(models.TextChoices):
+    """The engine's ``cachecore.engine.decide.MatchMode`` with labels (tenants import nothing of
+    cachecore: tests/cachecore/test_vocabulary.py pins the two equal)."""
+
     EMBEDDING = "embedding", "Embedding similarity"
     HYBRID = "hybrid", "Embedding + trigram similarity"
     LEXICAL = "lexical", "Trigram similarity only"

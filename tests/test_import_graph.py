@@ -15,7 +15,7 @@ from collections import deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPECTED = {"cachecore", "api", "adminui", "tenants", "config"}
+EXPECTED = {"cachecore", "api", "adminui", "ops", "tenants", "config"}
 
 Graph = dict[str, dict[str, str]]  # module → {imported module: "path:line" of the import}
 

@@ -13,7 +13,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import metrics
 from api import serializers as s
 from api.permissions import HasKeyPermission
 from cachecore.models import Trail
@@ -27,6 +26,7 @@ from cachecore.services.feedback import feedback_apply
 from cachecore.services.recall import recall
 from cachecore.services.sections import section_delete, sections_upsert
 from cachecore.services.trails import trail_delete, trail_record
+from cachecore.signals import recall_answered
 from tenants.caller import Caller
 from tenants.models import ApiKey, KeyPermission, Tenant
 
@@ -153,7 +153,7 @@ class RecallView(TenantAPIView):
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
             shadow_details=data.get("shadow", False),
         )
-        metrics.recall_observed(tenant=self.tenant, result=result)
+        recall_answered.send(sender=RecallView, tenant=self.tenant, result=result)
         return Response(s.RecallResultSerializer(result).data)
 
 

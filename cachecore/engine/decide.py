@@ -58,7 +58,15 @@ class Reason(StrEnum):
     SHADOW = "shadow"
 
 
+# Trails merged into a prefetch are within this much cosine of the best one (measured: merging
+# everything over the threshold tripled the evaluation's false hits). The one definition.
+MERGE_SIMILARITY_MARGIN = 0.05
+
+
 class MatchMode(StrEnum):
+    """How candidates are scored (the tenant's ``match_mode``: tenants.models.MatchMode holds the
+    same values with labels; tests/cachecore/test_vocabulary.py pins them equal)."""
+
     EMBEDDING = "embedding"
     HYBRID = "hybrid"
     LEXICAL = "lexical"
@@ -78,9 +86,7 @@ class Policy:
     polarity_guard: bool = True
     merge_trails: bool = True
     learned_scorer: PairScorer | None = None
-    # Trails merged into a prefetch are within this much cosine of the best one (measured:
-    # merging everything over the threshold tripled the evaluation's false hits).
-    merge_margin: float = 0.05
+    merge_margin: float = MERGE_SIMILARITY_MARGIN
     # Two candidates this close in confidence that cite different sections: no prefetch.
     ambiguity_margin: float = 0.1
     # The tenant's operating point found no cut that meets its target: hints only.

@@ -13,6 +13,14 @@ class Outcome(StrEnum):
     MISS = "miss"
 
 
+class MissReason(StrEnum):
+    """Why a miss was logged (``RecallEvent.miss_reason``, empty for an answer): coarser than the
+    answer's ``reason`` (``cachecore.engine.decide.Reason``), whose values these are."""
+
+    NO_CANDIDATE = "no_candidate"  # nothing similar or confident enough (reasons no_candidate, no_match)
+    STALE = "stale"                # every matching trail's sections changed (reason stale)
+
+
 class SectionState(StrEnum):
     VALID = "valid"
     CHANGED = "changed"

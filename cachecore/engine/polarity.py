@@ -5,7 +5,10 @@ not share a trail. Pure word-level rules: negation parity and antonym pairs."""
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
+
+import snowballstemmer
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -46,13 +49,18 @@ ANTONYMS = [
 ]
 
 
+_STEMMERS = threading.local()  # a Snowball stemmer keeps state while it stems: one per thread
+
+
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A crude suffix stripper: enough to match enable/enabled/enabling."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word.rstrip("e") if len(word) > 3 else word
+    """The English Snowball (Porter2) stem of a lower-case word: enable/enabled/enabling → enabl.
+    The one stemmer of the polarity guard and the term features (``pairfeatures.content_words``,
+    hence ``Section.terms``)."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
 
 
 def _tokens(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cachecore.engine.outcome import Outcome
+from cachecore.engine.outcome import MissReason, Outcome
 
 # (field, operator, value): the operators SQL and the ORM both spell without surprises.
 # "=", "<>" and ">" never match NULL (as in SQL); "is" / "is not" compare with True, False
@@ -21,7 +21,7 @@ from cachecore.engine.outcome import Outcome
 Condition = tuple[str, str, Any]
 OPERATORS = ("=", "<>", ">", "is", "is not")
 
-STALE = "stale"  # RecallEvent.miss_reason of a miss because every matching trail was stale
+STALE = MissReason.STALE.value  # RecallEvent.miss_reason of a miss because every matching trail was stale
 
 # Count name → the conditions (all of them) a recall event meets to be counted.
 RECALL_COUNTS: dict[str, tuple[Condition, ...]] = {

@@ -26,7 +26,7 @@ from django.utils import timezone
 from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
-from cachecore.engine.decide import Candidate, Cited, Policy, Reason, RecallDecision, decide
+from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, Policy, Reason, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
@@ -42,8 +42,6 @@ from tenants.models import KeyPermission, MatchMode, Tenant
 
 # Candidates read per recall.
 CANDIDATES = 5
-# Trails merged into a recall are within this much cosine of the best one (engine Policy).
-MERGE_SIMILARITY_MARGIN = 0.05
 
 
 @dataclass(frozen=True)

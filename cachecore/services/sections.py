@@ -26,6 +26,7 @@ from cachecore.models import (
     TrailStatus,
 )
 from cachecore.services.jobs import job_create, job_progress, register
+from cachecore.signals import report_trails_invalidated
 from tenants.caller import Caller
 from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.scopes import EVERY_SCOPE, entries_within, prefix_within
@@ -138,6 +139,7 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
         term_frequencies_apply(tenant=tenant, delta=terms_delta)
         changed_ids = [s.external_id for s in to_update]
         invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids, mode=invalidation)
+        report_trails_invalidated(sender=sections_upsert, tenant=tenant, count=invalidated)
         section_chunks_schedule(tenant=tenant, sections=changed, mode=chunks)
     return UpsertResult(
         created=len(to_create), updated=len(written),
@@ -163,6 +165,7 @@ def section_delete(*, caller: Caller, section_id: str) -> int:
         section.delete()
         term_frequencies_apply(tenant=tenant, delta=Counter({t: -n for t, n in delta.items()}))
         invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+        report_trails_invalidated(sender=section_delete, tenant=tenant, count=invalidated)
         audit_record(tenant=tenant, actor=caller.user, actor_label=caller.actor_label,
                      action=AuditAction.SECTION_DELETE, target=section_id,
                      details={"trails_invalidated": invalidated})
@@ -306,6 +309,4 @@ def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
 
 
 register(JobKind.SECTION_CHUNKS, section_chunks_job_run)
-# Through the module attribute, not the function object: api/metrics.py wraps
-# ``trails_invalidate_job_run`` so a fan-out counted when accepted is not counted again here.
-register(JobKind.TRAILS_INVALIDATE, lambda job: trails_invalidate_job_run(job))
+register(JobKind.TRAILS_INVALIDATE, trails_invalidate_job_run)

@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import pytest
 
-from cachecore.demo import seed_demo_data
 from cachecore.models import Trail
+from devtools.demo import seed_demo_data
 from tenants.caller import tenant_caller
 from tests.browser.conftest import PASSWORD, login, open_page
 

@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 
-from cachecore import demo
 from cachecore.services.sections import sections_upsert
+from devtools import demo
 from examples.agent_loop import DEMO_SECTION_IDS
 from tenants.caller import tenant_caller
 

@@ -23,7 +23,7 @@ print(json.dumps({k: getattr(s, k, None) for k in [
     "TRAILCACHE_DEV", "DEBUG", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY",
     "CSRF_COOKIE_HTTPONLY", "SESSION_COOKIE_SAMESITE", "CSRF_COOKIE_SAMESITE", "SECURE_HSTS_SECONDS",
     "SECURE_PROXY_SSL_HEADER", "SECURE_CONTENT_TYPE_NOSNIFF", "X_FRAME_OPTIONS", "TRAILCACHE_INSTANCE",
-    "CELERY_TASK_DEFAULT_QUEUE", "CELERY_BROKER_TRANSPORT_OPTIONS", "TRAILCACHE_CSP"]}))
+    "CELERY_TASK_DEFAULT_QUEUE", "CELERY_BROKER_TRANSPORT_OPTIONS", "TRAILCACHE_CSP", "INSTALLED_APPS"]}))
 """
 
 
@@ -55,6 +55,7 @@ def test_without_any_setting_the_service_refuses_to_start_for_want_of_a_secret_k
     ({"DJANGO_SECRET_KEY": SECRET, "TRAILCACHE_PROXY_SSL_HEADER": "X Forwarded"}, "must be a header name"),
     ({"DJANGO_SECRET_KEY": SECRET, "TRAILCACHE_INSTANCE": "a b"}, "TRAILCACHE_INSTANCE must match"),
     ({"DJANGO_SECRET_KEY": SECRET, "TRAILCACHE_RESOLVER_ALLOWED_NETWORKS": "10.0.0.0/8,nope"}, "IP networks"),
+    ({"DJANGO_SECRET_KEY": SECRET, "TRAILCACHE_OPTIONAL_APPS": "docingest,evil"}, "TRAILCACHE_OPTIONAL_APPS names"),
 ])
 def test_unsafe_production_values_stop_the_process_with_a_clear_message(env, message):
     result = _start(env)
@@ -71,6 +72,28 @@ def test_production_mode_has_secure_cookies_hsts_and_no_debug():
     assert values["SECURE_HSTS_SECONDS"] >= 31_536_000
     assert values["SECURE_PROXY_SSL_HEADER"] is None
     assert values["SECURE_CONTENT_TYPE_NOSNIFF"] and values["X_FRAME_OPTIONS"] == "DENY"
+
+
+COMMANDS = ("import django, json; django.setup(); from django.core.management import get_commands;"
+            "print(json.dumps(sorted(get_commands())))")
+DEVELOPMENT_COMMANDS = {"seed_demo", "embedded_db", "bench", "evaluate", "ingest_docs"}
+
+
+def test_production_mode_installs_no_development_app_unless_one_is_named():
+    installed = _settings({"DJANGO_SECRET_KEY": SECRET})["INSTALLED_APPS"]
+    assert {"tenants", "cachecore", "api", "adminui", "ops"} <= set(installed)
+    assert not {"devtools", "research", "docingest"} & set(installed)
+    commands = _start({"DJANGO_SECRET_KEY": SECRET}, COMMANDS)
+    assert commands.returncode == 0, commands.stderr
+    assert not DEVELOPMENT_COMMANDS & set(json.loads(commands.stdout.strip().splitlines()[-1]))
+    opted = _settings({"DJANGO_SECRET_KEY": SECRET, "TRAILCACHE_OPTIONAL_APPS": "docingest"})["INSTALLED_APPS"]
+    assert "docingest" in opted and not {"devtools", "research"} & set(opted)
+
+
+def test_development_mode_installs_the_demo_research_and_ingestion():
+    assert {"devtools", "research", "docingest"} <= set(_settings({"TRAILCACHE_DEV": "true"})["INSTALLED_APPS"])
+    commands = _start({"TRAILCACHE_DEV": "true"}, COMMANDS)
+    assert DEVELOPMENT_COMMANDS <= set(json.loads(commands.stdout.strip().splitlines()[-1])), commands.stderr
 
 
 def test_the_proxy_ssl_header_is_trusted_only_when_configured():

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from cachecore.demo import seed_demo_data
+from devtools.demo import seed_demo_data
 from tenants.models import Role, Tenant, all_key_permissions
 from tenants.services import api_key_create, operator_create, tenant_create
 

@@ -1,42 +1,38 @@
 """``GET /metrics``: Prometheus text format.
 
-Counters and histograms are updated where things happen (the recall view, trail inserts, trail
-invalidation); job, database and broker gauges are computed at scrape time from a few aggregate
-queries. Under gunicorn, set ``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so every worker's
-counts are summed at scrape time.
+Counters and histograms are updated from what the services report through explicit hooks
+(``cachecore.signals``: answered recalls, invalidated trails) and from Trail inserts
+(``post_save``); the receivers are connected in ``OpsConfig.ready()``, so web and worker
+processes count alike. Job, database and broker gauges are computed at scrape time from a few
+aggregate queries. Under gunicorn, set ``PROMETHEUS_MULTIPROC_DIR`` (``make run`` does) so every
+worker's counts are summed at scrape time.
 
 Tenant labels are bounded: only the tenants listed in ``TRAILCACHE_METRICS_TENANTS`` (slugs) get
 their own label value, every other tenant is ``other``.
 
-Access: ``Authorization: Bearer <TRAILCACHE_METRICS_TOKEN>`` when the setting is set, else only
-from loopback addresses.
+The recall latency phases are the ones the recall service times itself (``RecallResult.timings``):
+``embedding``, ``search``, ``validation``, ``scoring``, ``write`` and ``total``.
 
-The recall latency phases come from timing wrappers around the recall service's steps, installed
-once here (the service stays free of metrics code): ``embedding`` (the query's embedding), ``search``
-(the one-snapshot read of candidates and cited hashes), ``scoring`` (the pair model), ``validation``
-(resolver checks and the decision, which compares hashes), ``write`` (the log entry) and ``total``.
-``tests/api/test_metrics.py`` fails when a step it wraps is renamed.
+Access (``metrics_allowed``): ``Authorization: Bearer <TRAILCACHE_METRICS_TOKEN>`` when the setting
+is set. Without a token, production mode refuses every scrape; development mode
+(``TRAILCACHE_DEV=true``) allows loopback addresses only.
 """
 
 from __future__ import annotations
 
-import functools
 import hmac
-import importlib
 import ipaddress
 import os
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Min
 from django.db.models.signals import post_save
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
-from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -74,53 +70,20 @@ def tenant_label(tenant: Any) -> str:
     return slug if slug and slug in settings.TRAILCACHE_METRICS_TENANTS else OTHER_TENANT
 
 
-# --- recall phases -------------------------------------------------------------------------
+# --- what the services report -----------------------------------------------------------------
 
 
-def install_recall_timers() -> list[str]:
-    """Count invalidations where the sections service decides them (the recall service times its
-    own phases: ``RecallResult.diagnostics.timings``); returns the names wrapped (a test pins them)."""
-    return _install_invalidation_counter(importlib.import_module("cachecore.services.sections"))
+def _trails_invalidated(sender: Any, *, tenant: Any, count: int, **_: Any) -> None:
+    """``cachecore.signals.trails_invalidated``: sent once the change committed."""
+    INVALIDATIONS.inc(count)
 
 
-_invalidation = threading.local()
-
-
-def _install_invalidation_counter(sections_module: Any) -> list[str]:
-    """Count trails invalidated by section changes once, when the change is accepted: an upsert
-    (``trails_invalidate_schedule``: done now, or counted now and fanned out by a job) or a delete
-    (``trails_invalidate_for_sections`` called directly). The job's own fan-out is not counted again."""
-
-    def nested(fn: Callable[..., Any], count: bool) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            outermost = getattr(_invalidation, "depth", 0) == 0
-            _invalidation.depth = getattr(_invalidation, "depth", 0) + 1
-            try:
-                affected = fn(*args, **kwargs)
-            finally:
-                _invalidation.depth -= 1
-            if count and outermost and isinstance(affected, int) and affected > 0:
-                transaction.on_commit(lambda: INVALIDATIONS.inc(affected))
-            return affected
-
-        wrapper.trailcache_timed = True  # type: ignore[attr-defined]
-        return wrapper
-
-    names = []
-    for name, count in (("trails_invalidate_for_sections", True), ("trails_invalidate_schedule", True),
-                        ("trails_invalidate_job_run", False)):
-        fn = getattr(sections_module, name, None)
-        if fn is None:
-            continue
-        if not getattr(fn, "trailcache_timed", False):
-            setattr(sections_module, name, nested(fn, count))
-        names.append(name)
-    return names
+def _recall_answered(sender: Any, *, tenant: Any, result: Any, **_: Any) -> None:
+    recall_observed(tenant=tenant, result=result)
 
 
 def recall_observed(*, tenant: Any, result: Any) -> None:
-    """Count one answered recall (called by the recall view after the service returned)."""
+    """Count one answered recall (``cachecore.signals.recall_answered``)."""
     answer = result.answer
     outcome = str(answer.outcome)
     RECALLS.labels(tenant_label(tenant), outcome, str(answer.reason) or "none").inc()
@@ -137,18 +100,23 @@ def _trail_saved(sender: Any, instance: Any, created: bool, **_: Any) -> None:
         transaction.on_commit(lambda: RECORDS.labels(label, status).inc())
 
 
-def _connect_signals() -> None:
+def connect_receivers() -> None:
+    """Connect the counters to what the services report (``OpsConfig.ready()``; idempotent)."""
     from cachecore.models import Trail
+    from cachecore.signals import recall_answered, trails_invalidated
 
     post_save.connect(_trail_saved, sender=Trail, dispatch_uid="trailcache-metrics-records")
+    trails_invalidated.connect(_trails_invalidated, dispatch_uid="trailcache-metrics-invalidations")
+    recall_answered.connect(_recall_answered, dispatch_uid="trailcache-metrics-recalls")
 
 
 # --- scrape-time gauges ----------------------------------------------------------------------
 def _broker_up() -> bool:
-    from config.celery import app
+    # The project's Celery app (config/__init__.py loads it with Django), as the job publisher uses it.
+    from celery import current_app
 
     try:
-        with app.connection_for_write() as conn:
+        with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=0, timeout=2)
         return True
     except Exception:  # any broker failure is a 0, never a failed scrape
@@ -205,29 +173,17 @@ def render() -> bytes:
 
 
 # --- access ----------------------------------------------------------------------------------
-def _allowed(request: HttpRequest) -> bool:
+def metrics_allowed(request: HttpRequest) -> bool:
+    """The configured bearer token when there is one; without it, loopback in development mode
+    only (production mode refuses: a same-host proxy would make loopback public)."""
     token = settings.TRAILCACHE_METRICS_TOKEN
     if token:
         header = request.headers.get("Authorization", "")
         scheme, _, given = header.partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    if not settings.TRAILCACHE_DEV:
+        return False
     try:
         return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
     except ValueError:
         return False
-
-
-@require_GET
-def metrics_view(request: HttpRequest) -> HttpResponse:
-    if not _allowed(request):
-        response = HttpResponse("metrics: a bearer token or a loopback address is required\n", status=403,
-                                content_type="text/plain")
-        if settings.TRAILCACHE_METRICS_TOKEN:
-            response.status_code = 401
-            response["WWW-Authenticate"] = "Bearer"
-        return response
-    return HttpResponse(render(), content_type=CONTENT_TYPE_LATEST)
-
-
-install_recall_timers()
-_connect_signals()

@@ -11,11 +11,11 @@ import time_machine
 from django.core.management import call_command
 from django.utils import timezone
 
-from cachecore.demo import ERASED_SUBJECT, PENDING_QUERY, seed_demo_data
 from cachecore.models import DailyStat, RecallEvent, Trail, TrailStatus
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.selectors.trails import top_trails_by_hits
 from cachecore.services.retention import tenant_retention_sweep
+from devtools.demo import ERASED_SUBJECT, PENDING_QUERY, seed_demo_data
 from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry, Tenant
 from tenants.services import tenant_create

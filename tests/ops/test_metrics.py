@@ -1,4 +1,5 @@
-"""GET /metrics: scraped in the Prometheus text format, token or loopback only, bounded labels."""
+"""GET /metrics: scraped in the Prometheus text format, the token (or loopback in development mode)
+only, bounded labels, counted from what the services report in every process."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import metrics
 from cachecore.models import Job, JobKind, JobStatus
+from ops import metrics
 from tenants.caller import tenant_caller
 
 
@@ -29,16 +30,37 @@ def value(samples: dict[str, dict[tuple, float]], name: str, **labels: str) -> f
     return samples.get(name, {}).get(tuple(sorted(labels.items())), 0.0)
 
 
-def test_the_invalidation_counter_wraps_every_step_it_names_and_recall_times_its_own_phases(make_tenant):
-    """When the sections service renames a step, this fails instead of the counter silently vanishing."""
-    assert set(metrics.install_recall_timers()) == {
-        "trails_invalidate_for_sections", "trails_invalidate_schedule", "trails_invalidate_job_run",
-    }
+def test_services_are_not_patched_and_recall_times_the_phases_counted(make_tenant):
+    """The counters hang on explicit hooks (cachecore.signals), not on wrapped service functions."""
+    from cachecore.services import jobs, sections
     from cachecore.services.recall import recall
 
+    for name in ("trails_invalidate_for_sections", "trails_invalidate_schedule", "trails_invalidate_job_run",
+                 "sections_upsert", "section_delete"):
+        fn = getattr(sections, name)
+        assert fn.__module__ == "cachecore.services.sections" and not hasattr(fn, "__wrapped__"), name
+    assert jobs._HANDLERS[JobKind.TRAILS_INVALIDATE] is sections.trails_invalidate_job_run
     result = recall(caller=tenant_caller(make_tenant()), scope="default", query="anything at all")
     assert set(result.diagnostics.timings) == {"embedding", "search", "validation", "scoring", "write", "total"}
     assert set(metrics.PHASES) <= set(result.diagnostics.timings)
+
+
+def test_a_worker_process_counts_without_loading_the_urlconf():
+    """django.setup() alone (what a Celery worker does) connects every counter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import django, sys; django.setup();"
+        "from django.db.models.signals import post_save; from cachecore.models import Trail;"
+        "from cachecore.signals import recall_answered, trails_invalidated;"
+        "assert 'config.urls' not in sys.modules and 'api.views.core' not in sys.modules;"
+        "assert trails_invalidated.has_listeners() and recall_answered.has_listeners();"
+        "assert post_save.has_listeners(Trail); print('connected')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "config.settings"})
+    assert out.stdout.strip() == "connected"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -120,20 +142,36 @@ def test_jobs_by_kind_and_status_and_the_oldest_queued_age(make_tenant):
 
 
 @pytest.mark.django_db
-def test_without_a_token_only_loopback_may_scrape(settings):
+def test_without_a_token_only_loopback_may_scrape_in_development_mode(settings):
     settings.TRAILCACHE_METRICS_TOKEN = ""
+    settings.TRAILCACHE_DEV = True
     assert Client(REMOTE_ADDR="127.0.0.1").get("/metrics").status_code == 200
     assert Client(REMOTE_ADDR="::1").get("/metrics").status_code == 200
     assert Client(REMOTE_ADDR="10.0.0.8").get("/metrics").status_code == 403
 
 
 @pytest.mark.django_db
-def test_with_a_token_every_scraper_needs_it(settings):
+def test_without_a_token_production_mode_refuses_every_scraper_even_loopback(settings):
+    """A same-host proxy makes loopback public: production mode needs TRAILCACHE_METRICS_TOKEN."""
+    settings.TRAILCACHE_METRICS_TOKEN = ""
+    settings.TRAILCACHE_DEV = False
+    for address in ("127.0.0.1", "::1", "10.0.0.8"):
+        response = Client(REMOTE_ADDR=address).get("/metrics")
+        assert response.status_code == 403, address
+        assert b"TRAILCACHE_METRICS_TOKEN" in response.content
+        assert b"trailcache_" not in response.content
+
+
+@pytest.mark.django_db
+def test_with_a_token_every_scraper_needs_it_in_either_mode(settings):
     settings.TRAILCACHE_METRICS_TOKEN = "s3cret-scrape"
     loopback = Client(REMOTE_ADDR="127.0.0.1")
     assert loopback.get("/metrics").status_code == 401
     assert loopback.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     remote = Client(REMOTE_ADDR="10.0.0.8")
+    assert scrape(remote, HTTP_AUTHORIZATION="Bearer s3cret-scrape")["trailcache_database_up"]
+    settings.TRAILCACHE_DEV = False
+    assert loopback.get("/metrics").status_code == 401
     assert scrape(remote, HTTP_AUTHORIZATION="Bearer s3cret-scrape")["trailcache_database_up"]
 
 
@@ -149,7 +187,7 @@ def test_multiprocess_mode_sums_the_files_of_every_worker(tmp_path, monkeypatch)
 
     code = (
         "import django, os; django.setup();"
-        "from api import metrics; from types import SimpleNamespace as N;"
+        "from ops import metrics; from types import SimpleNamespace as N;"
         "metrics.recall_observed(tenant=N(slug='x'), result=N(answer=N(outcome='hint', reason='changed',"
         " similarity=0.8, confidence=0.7), diagnostics=N(timings={})))"
     )
