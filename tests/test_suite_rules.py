@@ -89,6 +89,7 @@ _USES_SERVICES = re.compile(r"^\s*(from|import) cachecore\.(services|selectors)\
 SERVICES_FROM_OUTSIDE = {
     "tenants/test_audit_in_transaction.py": "the tenants' audit entry is written in each service's transaction",
     "clients/test_example_agent_loop.py": "the example's sections are seeded through the service",
+    "devtools/test_demo.py": "the demo tenant is seeded through the services, as make run does",
 }
 
 

@@ -14,6 +14,7 @@ from cachecore.engine.evidence import SECTION_COUNT_TERM, section_terms
 from cachecore.engine.polarity import stem
 from cachecore.models import Section, TermFrequency
 from cachecore.services.sections import sections_upsert
+from tenants.caller import tenant_caller
 
 migration = importlib.import_module("cachecore.migrations.0017_section_terms_snowball_stems")
 
@@ -27,8 +28,8 @@ def test_the_stemmer_is_snowball_english() -> None:
 def test_stored_terms_and_frequencies_are_derived_again(make_tenant) -> None:
     tenant, other = make_tenant(), make_tenant()
     texts = {"a": "Enabling the processes and running them.", "b": "Disabled processes never run."}
-    sections_upsert(tenant=tenant, sections=[{"id": k, "text": v} for k, v in texts.items()])
-    sections_upsert(tenant=other, sections=[{"id": "c", "text": "Files are written."}])
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in texts.items()])
+    sections_upsert(caller=tenant_caller(other), sections=[{"id": "c", "text": "Files are written."}])
     # What the suffix stripper stored before: other stems, other document frequencies.
     Section.objects.filter(tenant=tenant, external_id="a").update(terms=["enabl", "process", "runn"])
     TermFrequency.objects.filter(tenant=tenant).delete()
