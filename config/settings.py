@@ -136,11 +136,13 @@ DATABASES["default"]["OPTIONS"].setdefault("options", "-c plan_cache_mode=force_
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Console logins: locked per account and throttled per address after failures (tenants/login_guard.py).
+# Console logins: delayed per (account, address) and throttled per address after failures
+# (tenants/login_guard.py); X-Forwarded-For is read only from these proxies' addresses.
 AUTHENTICATION_BACKENDS = ["tenants.login_guard.ThrottledModelBackend"]
 TRAILCACHE_LOGIN_MAX_FAILURES = env_int("TRAILCACHE_LOGIN_MAX_FAILURES", 5, minimum=1)
 TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 TRAILCACHE_LOGIN_LOCK_MINUTES = env_int("TRAILCACHE_LOGIN_LOCK_MINUTES", 15, minimum=1)
+TRAILCACHE_TRUSTED_PROXIES = env_networks("TRAILCACHE_TRUSTED_PROXIES")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
