@@ -34,7 +34,8 @@ class ExportForm(forms.Form):
 
 
 class SubjectEraseForm(forms.Form):
-    subject = forms.CharField(max_length=200, help_text="Exactly as the API recorded it.")
+    # Not stripped: the service matches the subject exactly as the API recorded it.
+    subject = forms.CharField(max_length=200, strip=False, help_text="Exactly as the API recorded it.")
     confirm = forms.BooleanField(label="I understand this deletes every trail and logged query of this subject.")
 
 

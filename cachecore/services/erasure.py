@@ -6,7 +6,6 @@ from typing import Any
 
 from django.db import transaction
 
-from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
     JobKind,
@@ -15,7 +14,7 @@ from cachecore.models import (
 )
 from cachecore.services.exports import exports_delete_for_subject
 from cachecore.services.jobs import job_create, register
-from cachecore.services.subjects import subject_hash
+from cachecore.services.subjects import subject_checked, subject_hash
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 
@@ -32,6 +31,7 @@ def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any 
     logged recall carrying it, and the export files made before that could hold it; the audit
     entry keeps the subject's hash, never the subject, and lists those export files. Returns
     the number of trails and recall entries deleted."""
+    subject = subject_checked(subject)
     digest = subject_hash(subject)
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
@@ -53,9 +53,7 @@ def subject_erase(*, tenant: Tenant, subject: str, actor_label: str, actor: Any 
 def subject_erase_request(*, tenant: Tenant, subject: str, actor_label: str, actor: Any = None) -> Job:
     """Accept an erasure as a background job (the console's path); same effect as
     ``subject_erase``. The subject sits in the job row only until the job has run."""
-    subject = subject.strip()
-    if not subject:
-        raise InvalidInput("subject is required", fields={"subject": ["required"]})
+    subject = subject_checked(subject)
     with transaction.atomic():
         return job_create(tenant=tenant, kind=JobKind.SUBJECT_ERASE, params={"subject": subject},
                           actor=actor, actor_label=actor_label, progress_total=1)

@@ -9,6 +9,7 @@ import errno
 import json
 import logging
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -165,6 +166,9 @@ def export_job_run(job: Job) -> dict[str, Any]:
     total = trails.count()
     job_progress(job=job, done=0, total=total)
     job.file_name = f"{job.pk}.{fmt}"
+    # Named on the row before it is written: an erasure or the sweep finds the file (and its
+    # ``.part``) from the row, whatever point this run has reached.
+    Job.objects.filter(pk=job.pk).update(file_name=job.file_name)
     path = export_path(job)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".part")
@@ -186,12 +190,19 @@ def export_job_run(job: Job) -> dict[str, Any]:
             raise JobFailed("disk_full", f"no space left on the export volume ({exc.strerror})") from exc
         raise
     # An erasure while this export ran may have marked its file deleted (it could hold the
-    # erased subject): then the file goes as soon as it is written.
-    if Job.objects.filter(pk=job.pk, file_deleted_at__isnull=False).exists():
-        path.unlink(missing_ok=True)
+    # erased subject): then the file goes as soon as it is written. Checked with the row locked,
+    # as the erasure locks it: an erasure either came first (seen here) or comes after (and
+    # deletes the file, named on the row). The job's params are never written back (jobs), so
+    # an erasure's scrubbing of them stands.
+    with transaction.atomic():
+        row = Job.objects.select_for_update().only("file_deleted_at").get(pk=job.pk)
+        if row.file_deleted_at is not None:
+            path.unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
+        size = path.stat().st_size if path.exists() else 0
     job.progress_total = done
     job.file_expires_at = timezone.now() + timedelta(days=settings.TRAILCACHE_EXPORT_RETENTION_DAYS)
-    return {"rows": done, "bytes": path.stat().st_size}
+    return {"rows": done, "bytes": size}
 
 
 register(JobKind.EXPORT, export_job_run)
@@ -229,8 +240,40 @@ def export_download(*, job: Job, actor_label: str, actor: Any = None) -> ExportF
     return export
 
 
+def _export_files_sweep() -> None:
+    """Remove every file in the export folders that no live export owns: a file (or ``.part``)
+    whose row is gone or marked deleted (an erasure or the expiry, in whatever order it met the
+    writer), and a ``.part`` whose export is not running."""
+    root = Path(settings.MEDIA_ROOT) / "exports"
+    if not root.is_dir():
+        return
+    files: dict[str, list[Path]] = {}
+    for folder in root.iterdir():
+        if folder.is_dir():
+            for path in folder.iterdir():
+                files.setdefault(path.name.split(".", 1)[0], []).append(path)
+    for start in range(0, len(files), 500):
+        names = list(files)[start:start + 500]
+        valid = []
+        for name in names:
+            try:
+                valid.append(str(uuid.UUID(name)))
+            except ValueError:
+                continue
+        live = {str(pk): (status, deleted) for pk, status, deleted in Job.objects.filter(
+            pk__in=valid, kind=JobKind.EXPORT).values_list("pk", "status", "file_deleted_at")}
+        for name in names:
+            status, deleted = live.get(name, (None, None))
+            for path in files[name]:
+                gone = status is None or deleted is not None
+                stale_part = path.suffix == ".part" and status != JobStatus.RUNNING
+                if gone or stale_part:
+                    path.unlink(missing_ok=True)
+
+
 def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
-    """Delete export files past their expiry (idempotent). Returns files deleted."""
+    """Delete export files past their expiry, and any file no live export owns (idempotent).
+    Returns the expired exports marked deleted."""
     now = now or timezone.now()
     deleted = 0
     while True:
@@ -239,6 +282,7 @@ def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
                 kind=JobKind.EXPORT, file_deleted_at__isnull=True, file_expires_at__lt=now,
             )[:batch])
             if not jobs:
+                _export_files_sweep()
                 return deleted
             for job in jobs:
                 if job.file_name:
@@ -268,7 +312,9 @@ def exports_delete_for_subject(*, tenant: Tenant, subject: str, now: datetime | 
     ) if could_hold(job.params or {})]
     for job in jobs:
         if job.file_name:
-            export_path(job).unlink(missing_ok=True)
+            path = export_path(job)
+            path.unlink(missing_ok=True)
+            path.with_suffix(path.suffix + ".part").unlink(missing_ok=True)
         job.file_deleted_at = now
     Job.objects.bulk_update(jobs, ["file_deleted_at"])
     return [str(job.pk) for job in jobs]

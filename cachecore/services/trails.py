@@ -63,6 +63,8 @@ def trail_record(
             recall_event = recall_event_get(caller=tenant_caller(tenant), recall_id=recall_id)
         except NotFound as exc:
             raise InvalidInput("unknown recall_id", fields={"recall_id": ["no such recall for this tenant"]}) from exc
+    if recall_event is not None and not subject:
+        subject = recall_event.subject  # the recall's subject: an erasure of it finds this trail too
     normalised = normalise_query(query)
     embedder = get_embedder()
     embedding = embedder.embed_one(normalised)
