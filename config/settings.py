@@ -64,6 +64,8 @@ MIDDLEWARE = [
     # Outermost: the database down → 503 with Retry-After on every route, never a 500 page.
     "api.middleware.DatabaseUnavailableMiddleware",
     "api.middleware.ApiBodyLimitMiddleware",
+    # One tenant's API requests in progress, across every web process (api/middleware.py).
+    "api.middleware.TenantConcurrencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -143,6 +145,9 @@ TRAILCACHE_LOGIN_MAX_FAILURES = env_int("TRAILCACHE_LOGIN_MAX_FAILURES", 5, mini
 TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 TRAILCACHE_LOGIN_LOCK_MINUTES = env_int("TRAILCACHE_LOGIN_LOCK_MINUTES", 15, minimum=1)
 TRAILCACHE_TRUSTED_PROXIES = env_networks("TRAILCACHE_TRUSTED_PROXIES")
+# A tenant's API requests in progress at once, across every web process (0: no budget). Keep it
+# below the installation's worker slots (workers x threads), so no tenant can take them all.
+TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS = env_int("TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS", 4, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

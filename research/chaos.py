@@ -177,6 +177,8 @@ class Stack:
             "TRAILCACHE_MEDIA_ROOT": str(self.media),
             "TRAILCACHE_RATE_PER_KEY_PER_MINUTE": rate,
             "TRAILCACHE_RATE_PER_TENANT_PER_MINUTE": rate,
+            # The load run sends more requests at once than one tenant may have (api/middleware.py).
+            "TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS": "4" if rate_limits else "0",
             "TRAILCACHE_MAX_ACTIVE_EXPORTS": "10",
             "TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS": str(heartbeat_timeout_s),
             "PROMETHEUS_MULTIPROC_DIR": str(workdir / "prometheus"),
