@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's assets, served as static files
     "django_filters",
     "django_htmx",
     "template_partials",
@@ -197,6 +198,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Search-path cache for agentic RAG: record trails, recall them, verified by content hash.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from this service's static files, never a CDN (config/security.py).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
 }
 
