@@ -265,6 +265,9 @@ TRAILCACHE_RESOLVER_ALLOWED_NETWORKS = env_networks("TRAILCACHE_RESOLVER_ALLOWED
 TRAILCACHE_RESOLVER_MAX_BODY_BYTES = env_int("TRAILCACHE_RESOLVER_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
+# The bytes one tenant's export files may take on the export volume (finished, not yet deleted).
+TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT = env_int("TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT", 2 * 1024**3,
+                                                   minimum=1)
 # GET /metrics: bearer token (unset: loopback only); tenants (slugs) that get their own label (others: "other").
 TRAILCACHE_METRICS_TOKEN = env_str("TRAILCACHE_METRICS_TOKEN", "")
 TRAILCACHE_METRICS_TENANTS = env_list("TRAILCACHE_METRICS_TENANTS", [])

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from cachecore.errors import ExportGone, ExportNotReady, InvalidInput
+from cachecore.errors import ExportGone, ExportNotReady, ExportQuotaExceeded, InvalidInput
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail
 from cachecore.selectors.trail_filters import STATUS_ERROR, instant, status_valid, trail_filter
 from cachecore.services.jobs import JobFailed, job_create, job_progress, register
@@ -54,6 +54,18 @@ def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
     return parsed.isoformat() if parsed else None
 
 
+def export_bytes_held(*, tenant: Tenant, exclude: Any = None) -> int:
+    """Bytes of the tenant's export files on disk (finished, not deleted), what its quota counts."""
+    jobs = Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT, status=JobStatus.DONE, file_deleted_at__isnull=True)
+    if exclude is not None:
+        jobs = jobs.exclude(pk=exclude)
+    return sum(int((result or {}).get("bytes") or 0) for result in jobs.values_list("result", flat=True))
+
+
+def _quota_left(tenant: Tenant, *, exclude: Any = None) -> int:
+    return settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT - export_bytes_held(tenant=tenant, exclude=exclude)
+
+
 def export_request(
     *, tenant: Tenant, format: str, actor_label: str, actor: Any = None, scope: str | None = None,
     since: Any = None, until: Any = None, subject: str | None = None, status: str | None = None,
@@ -74,6 +86,10 @@ def export_request(
     }
     if params["since"] and params["until"] and params["since"] >= params["until"]:
         raise InvalidInput("since must be before until", fields={"until": ["must be after since"]})
+    if _quota_left(tenant) <= 0:
+        raise ExportQuotaExceeded(
+            f"this tenant's export files take their quota of {settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT} "
+            "bytes: delete or let older exports expire first")
     with transaction.atomic():
         job = job_create(tenant=tenant, kind=JobKind.EXPORT, params=params, actor=actor, actor_label=actor_label)
         # The audit log keeps the subject's hash: erasing the subject must not leave it here.
@@ -173,6 +189,7 @@ def export_job_run(job: Job) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".part")
     done = 0
+    room = _quota_left(job.tenant, exclude=job.pk)  # the tenant's byte quota, less its other files
     try:
         with open(partial, "w", encoding="utf-8", newline="") as out:
             writer = _Writer(out, fmt)
@@ -180,6 +197,10 @@ def export_job_run(job: Job) -> dict[str, Any]:
                 for row in batch:
                     writer.write(_record(row))
                 done += len(batch)
+                if out.tell() > room:
+                    raise JobFailed("export_quota_exceeded",
+                                    f"the file would take the tenant's export files over their quota "
+                                    f"({settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT} bytes)")
                 job_progress(job=job, done=done, total=max(total, done))
         os.replace(partial, path)
     except BaseException as exc:
