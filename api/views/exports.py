@@ -130,7 +130,8 @@ class ExportDetailView(TenantAPIView):
 class ExportDownloadView(TenantAPIView):
     key_permission = KeyPermission.EXPORT
 
-    @extend_schema(responses={(200, "text/csv"): bytes}, summary="The export file (deleted after 7 days: 410)")
+    @extend_schema(responses={(200, "text/csv"): bytes, (200, "application/x-ndjson"): bytes},
+                   summary="The export file, CSV or JSON Lines as requested (deleted after 7 days: 410)")
     def get(self, request: Request, export_id: str) -> FileResponse:
         self.require_unrestricted_key("exporting")
         job = job_get(caller=self.caller, job_id=export_id, kind=JobKind.EXPORT)
