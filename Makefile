@@ -37,6 +37,7 @@ lint: $(VENV)/.installed
 # The load generator sends more than a client should: no request-rate limits while it measures.
 bench eval: export TRAILCACHE_RATE_PER_KEY_PER_MINUTE := 0
 bench eval: export TRAILCACHE_RATE_PER_TENANT_PER_MINUTE := 0
+bench eval: export TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS := 0
 bench: setup
 	$(PY) manage.py bench $(BENCH_ARGS)
 
@@ -67,6 +68,7 @@ chaos: setup
 # A bounded loopback load run on its own stack (2 minutes by default: LOAD_ARGS="--duration 30").
 load: export TRAILCACHE_RATE_PER_KEY_PER_MINUTE := 0
 load: export TRAILCACHE_RATE_PER_TENANT_PER_MINUTE := 0
+load: export TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS := 0
 load: setup
 	$(PY) -m research.chaos load $(LOAD_ARGS)
 

@@ -8,6 +8,7 @@ from django import forms
 from django.db import models
 from django.forms.models import fields_for_model
 
+from cachecore.selectors.trail_filters import date_in_range
 from tenants.models import DEFAULT_KEY_PERMISSIONS, AuditAction, KeyPermission, Tenant, default_key_permissions
 from tenants.scopes import scope_prefix_problem
 from tenants.services import SETTINGS_FIELDS
@@ -125,5 +126,5 @@ class AuditFilterForm(forms.Form):
     action = forms.ChoiceField(required=False, choices=[("", "any action"), *AuditAction.choices])
     actor = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "operator or key"}))
     target = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "target contains"}))
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), validators=[date_in_range])
+    until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), validators=[date_in_range])

@@ -1,15 +1,22 @@
 """Refuse API bodies over the limit with 413 before anything reads them; refuse path and query
 values that cannot be stored (NUL, lone surrogates, too long) with 400 before any view runs;
-answer 503 with Retry-After, never a 500 page, while the database is unreachable."""
+answer 503 with Retry-After, never a 500 page, while the database is unreachable; answer 429 to
+a tenant over its budget of requests in progress."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+import threading
+import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import redis
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
@@ -145,3 +152,117 @@ def mark_database_fault(sender: Any, request: HttpRequest | None = None, **kwarg
     while handling the exception, so ``sys.exc_info()`` is that exception."""
     if request is not None and is_database_unavailable(sys.exc_info()[1]):
         request._database_fault = True  # type: ignore[attr-defined]
+
+
+class _Slots:
+    """Requests in progress per tenant, shared by every web process through Redis (the broker,
+    when it is Redis): a sorted set of slot tokens per tenant, scored by when they were taken,
+    so a slot a crashed process never gave back drops out after ``STALE_SECONDS`` (longer than
+    gunicorn lets any request run). When Redis does not answer, each process counts its own
+    (the budget then holds per process) and asks Redis again after a few seconds.
+
+    Redis rather than a counter in the process: the default deployment runs one sync worker
+    per core, each serving one request at a time, so only a count across processes can see
+    that one tenant holds every worker."""
+
+    STALE_SECONDS = 120
+    _RETRY_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._memory: dict[str, int] = {}
+        self._client: Any = None
+        self._client_url = ""
+        self._down_until = 0.0
+
+    def _redis(self) -> Any:
+        url = getattr(settings, "CELERY_BROKER_URL", "")
+        if not url.startswith(("redis://", "rediss://")) or time.monotonic() < self._down_until:
+            return None
+        if self._client is None or self._client_url != url:
+            self._client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.2)
+            self._client_url = url
+        return self._client
+
+    def _key(self, tenant_id: str) -> str:
+        return f"{settings.TRAILCACHE_INSTANCE}:slots:{settings.DATABASES['default']['NAME']}:{tenant_id}"
+
+    def take(self, tenant_id: str, limit: int) -> tuple[bool, str | None]:
+        """Whether the tenant may start one more request; the token to give back (None: memory)."""
+        client = self._redis()
+        if client is not None:
+            token, key, now = uuid.uuid4().hex, self._key(tenant_id), time.time()
+            try:
+                pipe = client.pipeline()
+                pipe.zremrangebyscore(key, "-inf", now - self.STALE_SECONDS)
+                pipe.zadd(key, {token: now})
+                pipe.zcard(key)
+                pipe.expire(key, self.STALE_SECONDS)
+                held = int(pipe.execute()[2])
+                if held > limit:
+                    client.zrem(key, token)
+                    return False, None
+                return True, token
+            except (redis.RedisError, OSError):
+                self._down_until = time.monotonic() + self._RETRY_SECONDS
+        with self._lock:
+            held = self._memory.get(tenant_id, 0)
+            if held >= limit:
+                return False, None
+            self._memory[tenant_id] = held + 1
+            return True, None
+
+    def give_back(self, tenant_id: str, token: str | None) -> None:
+        if token is not None:
+            client = self._redis()
+            if client is not None:
+                with contextlib.suppress(redis.RedisError, OSError):
+                    client.zrem(self._key(tenant_id), token)
+            return
+        with self._lock:
+            held = self._memory.get(tenant_id, 0) - 1
+            if held > 0:
+                self._memory[tenant_id] = held
+            else:
+                self._memory.pop(tenant_id, None)
+
+
+slots = _Slots()
+
+
+class TenantConcurrencyMiddleware:
+    """At most ``TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS`` API requests of one tenant in
+    progress at once (0: no budget), so that one tenant (a slow resolver, a burst of large
+    records) cannot take every web worker: beyond it, 429 in the error shape with Retry-After.
+    The tenant is the one of a valid API key (checked as the API's authentication checks it);
+    a request without one is left to the authentication to refuse."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        limit = settings.TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS
+        if limit <= 0 or not request.path.startswith("/api/"):
+            return self.get_response(request)
+        keyword, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if keyword.lower() != "bearer" or not raw.strip():
+            return self.get_response(request)
+        from tenants.services import api_key_authenticate
+
+        key = api_key_authenticate(raw.strip())
+        if key is None:
+            return self.get_response(request)
+        tenant_id = str(key.tenant_id)
+        allowed, token = slots.take(tenant_id, limit)
+        if not allowed:
+            response = JsonResponse({
+                "error": "too_many_concurrent_requests",
+                "detail": f"this tenant already has {limit} requests in progress; retry when one has finished",
+                "fields": {},
+            }, status=429)
+            response["Retry-After"] = "1"
+            return response
+        try:
+            return self.get_response(request)
+        finally:
+            slots.give_back(tenant_id, token)

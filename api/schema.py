@@ -107,3 +107,56 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                 responses.setdefault(code, _error_response(description, retry_after=code in {"429", "503"}))
     _add_links(result)
     return result
+
+
+# What api.inputs refuses in every string (NUL, lone surrogates), as a JSON Schema pattern (ASCII
+# escapes, which ECMA and Python regexes both read).
+STORABLE_STRING_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
+_CONSTRAINED_FORMATS = {"uuid", "date", "date-time", "uri", "email", "binary", "byte"}
+
+
+def _constrain_strings(schema: Any) -> None:
+    """Every free string of ``schema`` (recursively) gets the storable-string pattern."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "string" and "enum" not in node and node.get("format") not in _CONSTRAINED_FORMATS:
+            node.setdefault("pattern", STORABLE_STRING_PATTERN)
+        for key in ("properties", "patternProperties"):
+            if isinstance(node.get(key), dict):
+                stack.extend(node[key].values())
+        for key in ("items", "additionalProperties", "allOf", "anyOf", "oneOf", "not"):
+            if isinstance(node.get(key), (dict, list)):
+                stack.append(node[key])
+
+
+def document_input_limits(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: what the server refuses before any view runs
+    (api.middleware, api.inputs) said in the schema: no NUL or lone surrogate in any string
+    (``pattern``), and path and query values of at most their length (``maxLength``)."""
+    from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS
+
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name != "Error":
+            _constrain_strings(component)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.get("type") != "string":
+                    continue
+                limit = MAX_PATH_VALUE_CHARS if parameter.get("in") == "path" else MAX_QUERY_VALUE_CHARS
+                if schema.get("format") not in _CONSTRAINED_FORMATS and "enum" not in schema:
+                    schema["maxLength"] = min(schema.get("maxLength", limit), limit)
+                    schema.setdefault("pattern", STORABLE_STRING_PATTERN)
+            body = operation.get("requestBody", {}).get("content", {})
+            for media in body.values():
+                _constrain_strings(media.get("schema"))
+    return result

@@ -1,5 +1,5 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from api.views import core, exports
 
@@ -17,6 +17,8 @@ urlpatterns = [
     path("exports/<str:export_id>", exports.ExportDetailView.as_view(), name="api-export"),
     path("exports/<str:export_id>/download", exports.ExportDownloadView.as_view(), name="api-export-download"),
     path("schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", authentication_classes=[],
+    # The split view serves its bootstrap as a script file (no inline script); the assets come
+    # from drf-spectacular-sidecar, served here (config/security.py: no third-party host).
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", authentication_classes=[],
                                                  permission_classes=[]), name="api-docs"),
 ]

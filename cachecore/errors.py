@@ -66,6 +66,13 @@ class Unavailable(DomainError):
     code = "unavailable"
 
 
+class ExportQuotaExceeded(DomainError):
+    """The tenant's export files take their whole byte quota (TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT)."""
+
+    status_code = 409
+    code = "export_quota_exceeded"
+
+
 class ExportNotReady(DomainError):
     """The export's file is not written yet."""
 

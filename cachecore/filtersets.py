@@ -10,7 +10,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from cachecore.models import Trail, TrailStatus
-from cachecore.selectors.trail_filters import instant, trail_filter
+from cachecore.selectors.trail_filters import date_in_range, instant, trail_filter
 
 # Sort keys → ORDER BY; the trailing id keeps pages stable when the key ties.
 TRAIL_SORTS: dict[str, tuple] = {
@@ -37,10 +37,14 @@ class TrailFilterSet(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(method="filter_exact", choices=TrailStatus.choices, empty_label="any status",
                                          label="Status")
     section = django_filters.CharFilter(method="filter_section", label="Cites section")
-    created_from = django_filters.DateFilter(method="filter_from", field_name="created_at", label="Created from")
-    created_to = django_filters.DateFilter(method="filter_to", field_name="created_at", label="Created to")
-    last_hit_from = django_filters.DateFilter(method="filter_from", field_name="last_hit_at", label="Last hit from")
-    last_hit_to = django_filters.DateFilter(method="filter_to", field_name="last_hit_at", label="Last hit to")
+    created_from = django_filters.DateFilter(method="filter_from", field_name="created_at", label="Created from",
+                                             validators=[date_in_range])
+    created_to = django_filters.DateFilter(method="filter_to", field_name="created_at", label="Created to",
+                                           validators=[date_in_range])
+    last_hit_from = django_filters.DateFilter(method="filter_from", field_name="last_hit_at", label="Last hit from",
+                                              validators=[date_in_range])
+    last_hit_to = django_filters.DateFilter(method="filter_to", field_name="last_hit_at", label="Last hit to",
+                                            validators=[date_in_range])
     sort = django_filters.ChoiceFilter(
         method="filter_sort", label="Sort", empty_label=None,
         choices=[

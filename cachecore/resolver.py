@@ -10,7 +10,11 @@ A call is an outbound request to an address a tenant chose, so it is fenced
 (``tenants.netpolicy``): https only (http to loopback only in development mode); the host is
 resolved once, every address it resolves to must be public, and the connection goes to the
 address that was checked (no second lookup); no redirects (any status but 200 is a failure);
-one deadline for the whole call (connect, TLS, send, every read); a cap on the answer's size.
+one deadline for the whole call: the name lookup (in a small bounded pool of threads, waited on
+for the time left), connect, the TLS handshake, and every send and read (the socket is wrapped so
+each one's timeout is the time left, so a server trickling one byte at a time, or answering
+``100 Continue`` forever, fails at the deadline); caps on the header block's size (every status
+line and header, ``100 Continue`` blocks included) and header count, and on the answer's size.
 Failures reveal nothing about the target to the caller (details go to the log).
 Batched (one call per recall), and a per-tenant circuit breaker shared by every process
 through Redis (``SharedBreaker``): after ``FAILURES_TO_OPEN`` failures in a row, calls are
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
+import io
 import ipaddress
 import json
 import logging
@@ -29,7 +34,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,6 +51,15 @@ FAILURES_TO_OPEN = 3
 OPEN_SECONDS = 30.0
 MAX_IDS_PER_CALL = 1000
 _READ_CHUNK = 64 * 1024
+MAX_HEADER_BYTES = 16 * 1024  # status lines and headers, 100 Continue blocks included
+MAX_HEADERS = 50
+_BUFFER = 8 * 1024  # the response reader's buffer: what it may read past the headers
+
+# ``socket.getaddrinfo`` blocks for as long as the system's DNS takes; it runs in this pool and is
+# waited on for the time left. A lookup that never ends holds one of these threads, not a web
+# worker; when all are held, further lookups wait in the queue and fail at their own deadline.
+_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolver-dns")
+Lookup = Callable[..., list]
 
 log = logging.getLogger(__name__)
 
@@ -167,9 +182,10 @@ class SharedBreaker:
 breaker = SharedBreaker("resolver", failures_to_open=FAILURES_TO_OPEN, open_seconds=OPEN_SECONDS)
 
 
-def resolve(*, tenant: Tenant, section_ids: Sequence[str]) -> dict[str, Resolved]:
+def resolve(*, tenant: Tenant, section_ids: Sequence[str], lookup: Lookup | None = None) -> dict[str, Resolved]:
     """Current hashes (and text) of ``section_ids`` from the tenant's resolver. Ids it does not
-    return are gone. Raises ResolverUnavailable on timeout, error, bad answer or open breaker."""
+    return are gone. Raises ResolverUnavailable on timeout, error, bad answer or open breaker.
+    ``lookup`` resolves the host (``socket.getaddrinfo`` unless given)."""
     if not tenant.resolver_url:
         raise ResolverUnavailable("no resolver configured")
     key = str(tenant.pk)
@@ -187,7 +203,8 @@ def resolve(*, tenant: Tenant, section_ids: Sequence[str]) -> dict[str, Resolved
     deadline = time.monotonic() + tenant.resolver_timeout_ms / 1000
     try:
         raw = _post(tenant.resolver_url, body, headers, deadline=deadline,
-                    max_bytes=settings.TRAILCACHE_RESOLVER_MAX_BODY_BYTES)
+                    max_bytes=settings.TRAILCACHE_RESOLVER_MAX_BODY_BYTES,
+                    lookup=lookup or socket.getaddrinfo)
         answered = _parse(json.loads(raw), wanted=set(ids))
     except (_CallFailed, OSError, http.client.HTTPException, ssl.SSLError, ValueError, UnicodeError,
             RecursionError) as exc:
@@ -206,9 +223,59 @@ def _remaining(deadline: float) -> float:
     return left
 
 
-def _checked_address(host: str, port: int, deadline: float) -> tuple[int, tuple]:
+class _DeadlineSocket:
+    """A connected socket whose every send and read gets the time left before the deadline as
+    its timeout, and which refuses to read more than ``limit`` bytes in all (http.client reads
+    through ``makefile``: its ``SocketIO`` calls ``recv_into`` here)."""
+
+    def __init__(self, sock: socket.socket, deadline: float, limit: int) -> None:
+        self._sock = sock
+        self._deadline = deadline
+        self.limit = limit
+        self.received = 0
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        self._sock.settimeout(_remaining(self._deadline))
+        room = self.limit - self.received
+        if room <= 0:
+            raise _CallFailed("answer over the size cap")
+        view = memoryview(buffer)
+        wanted = min(nbytes or len(view), len(view), room)
+        count = self._sock.recv_into(view[:wanted], wanted, flags)
+        self.received += count
+        return count
+
+    def sendall(self, data: Any) -> None:
+        self._sock.settimeout(_remaining(self._deadline))
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str = "rb", buffering: int = _BUFFER) -> io.BufferedReader:
+        if mode != "rb":
+            raise ValueError("read only")
+        return io.BufferedReader(socket.SocketIO(self, "rb"), buffering)  # type: ignore[arg-type]
+
+    # http.client closes its connection as soon as the headers say it will close, while the body
+    # is still to be read (a real socket stays open until its makefile is closed): the socket
+    # itself is closed by ``_post`` once the answer is read.
+    def _decref_socketios(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _lookup(lookup: Lookup, host: str, port: int, deadline: float) -> list:
+    future = _LOOKUPS.submit(lookup, host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    try:
+        return future.result(timeout=_remaining(deadline))
+    except TimeoutError:
+        future.cancel()
+        raise _CallFailed("name lookup past the deadline") from None
+
+
+def _checked_address(host: str, port: int, deadline: float, lookup: Lookup) -> tuple[int, tuple]:
     """Resolve ``host`` once; every address must be allowed. Returns the one to connect to."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    infos = _lookup(lookup, host, port, deadline)
     _remaining(deadline)
     if not infos:
         raise _CallFailed("no address")
@@ -221,7 +288,8 @@ def _checked_address(host: str, port: int, deadline: float) -> tuple[int, tuple]
     return family, sockaddr
 
 
-def _post(url: str, body: bytes, headers: dict[str, str], *, deadline: float, max_bytes: int) -> bytes:
+def _post(url: str, body: bytes, headers: dict[str, str], *, deadline: float, max_bytes: int,
+          lookup: Lookup) -> bytes:
     problem = url_problem(url)
     if problem:
         raise _CallFailed(problem)
@@ -229,7 +297,7 @@ def _post(url: str, body: bytes, headers: dict[str, str], *, deadline: float, ma
     host = parts.hostname or ""
     https = parts.scheme == "https"
     port = parts.port or (443 if https else 80)
-    family, sockaddr = _checked_address(host, port, deadline)
+    family, sockaddr = _checked_address(host, port, deadline, lookup)
     if not https and not ipaddress.ip_address(sockaddr[0].split("%", 1)[0]).is_loopback:
         raise _CallFailed("http only to loopback")
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -240,13 +308,20 @@ def _post(url: str, body: bytes, headers: dict[str, str], *, deadline: float, ma
             context = ssl.create_default_context()
             sock.settimeout(_remaining(deadline))
             sock = context.wrap_socket(sock, server_hostname=host)
+        # Status lines and headers (100 Continue blocks included) may take MAX_HEADER_BYTES, plus
+        # what the reader's buffer takes of the body; the body's own cap is set once they are in.
+        wrapped = _DeadlineSocket(sock, deadline, limit=MAX_HEADER_BYTES + _BUFFER)
         connection = http.client.HTTPConnection(host, port, timeout=_remaining(deadline))
-        connection.sock = sock  # the checked address, already connected: no second lookup
+        connection.sock = wrapped  # the checked address, already connected: no second lookup
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        sock.settimeout(_remaining(deadline))
         connection.request("POST", path, body=body, headers=headers)
-        sock.settimeout(_remaining(deadline))
-        response = connection.getresponse()
+        try:
+            response = connection.getresponse()
+        except _CallFailed as exc:
+            raise _CallFailed("header block over the size cap") if wrapped.received >= wrapped.limit else exc
+        if len(response.headers) > MAX_HEADERS:
+            raise _CallFailed("too many headers")
+        wrapped.limit = wrapped.received + max_bytes
         if response.status != 200:  # redirects included: never followed
             raise _CallFailed(f"status {response.status}")
         declared = response.getheader("Content-Length")
@@ -255,7 +330,6 @@ def _post(url: str, body: bytes, headers: dict[str, str], *, deadline: float, ma
         chunks: list[bytes] = []
         size = 0
         while True:
-            sock.settimeout(_remaining(deadline))
             chunk = response.read1(_READ_CHUNK)
             if not chunk:
                 break

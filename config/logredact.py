@@ -13,7 +13,9 @@ from urllib.parse import unquote
 
 from gunicorn.glogging import Logger as GunicornLogger
 
-_SUBJECT_PATH = re.compile(r"(/api/v1/subjects/)([^\s?#\"']+)")
+# Everything up to the end of the path (white space, a query or a fragment): a quote or a slash
+# may be part of the subject (the route takes a path), so neither stops the redaction.
+_SUBJECT_PATH = re.compile(r"(/api/v1/subjects/)([^\s?#]+)")
 
 
 def redact_subject_paths(text: str) -> str:

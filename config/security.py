@@ -4,8 +4,10 @@ The console loads its scripts and styles from its own static files. What it stil
 and the policy allows narrowly: event-handler attributes (``onclick="…"``: ``script-src-attr``)
 and ``style="…"`` attributes for bar widths and colours (``style-src-attr``) — never a
 ``<script>`` block — and the one ``<style>`` element htmx inserts for its request indicators,
-allowed by its hash. Swagger UI (``/api/v1/docs/``) comes from a CDN with an inline bootstrap
-script: its page alone gets a wider policy. Nothing may frame the service."""
+allowed by its hash. Swagger UI (``/api/v1/docs/``) is served from this service's static files
+(``drf-spectacular-sidecar``) with its bootstrap as a script file: its page gets the same
+sources, only with inline styles (Swagger UI sets them) and ``data:`` images. Nothing may frame
+the service."""
 
 from __future__ import annotations
 
@@ -33,12 +35,11 @@ CONSOLE_POLICY = "; ".join([
     "frame-ancestors 'none'",
 ])
 
-_CDN = "https://cdn.jsdelivr.net"
 DOCS_POLICY = "; ".join([
     "default-src 'self'",
-    f"script-src 'self' 'unsafe-inline' {_CDN}",
-    f"style-src 'self' 'unsafe-inline' {_CDN}",
-    f"img-src 'self' data: {_CDN}",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
     "connect-src 'self'",
     "object-src 'none'",
     "base-uri 'self'",

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's assets, served as static files
     "django_filters",
     "django_htmx",
     "template_partials",
@@ -72,6 +73,8 @@ MIDDLEWARE = [
     # Outermost: the database down → 503 with Retry-After on every route, never a 500 page.
     "api.middleware.DatabaseUnavailableMiddleware",
     "api.middleware.ApiBodyLimitMiddleware",
+    # One tenant's API requests in progress, across every web process (api/middleware.py).
+    "api.middleware.TenantConcurrencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -144,11 +147,16 @@ DATABASES["default"]["OPTIONS"].setdefault("options", "-c plan_cache_mode=force_
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Console logins: locked per account and throttled per address after failures (tenants/login_guard.py).
+# Console logins: delayed per (account, address) and throttled per address after failures
+# (tenants/login_guard.py); X-Forwarded-For is read only from these proxies' addresses.
 AUTHENTICATION_BACKENDS = ["tenants.login_guard.ThrottledModelBackend"]
 TRAILCACHE_LOGIN_MAX_FAILURES = env_int("TRAILCACHE_LOGIN_MAX_FAILURES", 5, minimum=1)
 TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 TRAILCACHE_LOGIN_LOCK_MINUTES = env_int("TRAILCACHE_LOGIN_LOCK_MINUTES", 15, minimum=1)
+TRAILCACHE_TRUSTED_PROXIES = env_networks("TRAILCACHE_TRUSTED_PROXIES")
+# A tenant's API requests in progress at once, across every web process (0: no budget). Keep it
+# below the installation's worker slots (workers x threads), so no tenant can take them all.
+TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS = env_int("TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS", 4, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -201,7 +209,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Search-path cache for agentic RAG: record trails, recall them, verified by content hash.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses"],
+    # Swagger UI from this service's static files, never a CDN (config/security.py).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "api.schema.add_error_responses",
+                             "api.schema.document_input_limits"],
 }
 
 # Embedding model: a sentence-transformers ONNX export (384 dimensions).
@@ -278,6 +291,9 @@ TRAILCACHE_RESOLVER_ALLOWED_NETWORKS = env_networks("TRAILCACHE_RESOLVER_ALLOWED
 TRAILCACHE_RESOLVER_MAX_BODY_BYTES = env_int("TRAILCACHE_RESOLVER_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # Export files are deleted this many days after they are written.
 TRAILCACHE_EXPORT_RETENTION_DAYS = env_int("TRAILCACHE_EXPORT_RETENTION_DAYS", 7, minimum=1)
+# The bytes one tenant's export files may take on the export volume (finished, not yet deleted).
+TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT = env_int("TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT", 2 * 1024**3,
+                                                   minimum=1)
 # GET /metrics: bearer token (unset: refused in production mode, loopback only in development);
 # tenants (slugs) that get their own label (others: "other").
 TRAILCACHE_METRICS_TOKEN = env_str("TRAILCACHE_METRICS_TOKEN", "")

@@ -14,6 +14,8 @@ os.environ.setdefault("TRAILCACHE_CSP", "false")
 # Request rates off (a suite sends thousands of requests a minute with few keys); on in the tests about them.
 os.environ.setdefault("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", "0")
 os.environ.setdefault("TRAILCACHE_RATE_PER_TENANT_PER_MINUTE", "0")
+# The per-tenant budget of requests in progress likewise (tests/api/test_tenant_concurrency.py sets it).
+os.environ.setdefault("TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS", "0")
 # Login lockout counts live in Redis for 15 minutes: runs one after another would add up. Far off
 # here; the tests about it set their own limits.
 os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES", "1000")

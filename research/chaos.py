@@ -13,7 +13,12 @@ as subprocesses with the project's settings, and runs the scenarios:
 - ``redis``: Redis stopped: the API answers within 5 s, an export accepted meanwhile completes
   once Redis is back;
 - ``disk``: a tiny tmpfs mounted over the export folder (root only): the export fails as
-  ``disk_full``, its partial file is gone, records and recalls go on, a small export still fits.
+  ``disk_full``, its partial file is gone, records and recalls go on, a small export still fits;
+- ``resolver``: a second tenant's resolver (a local TCP server) answers properly while trails
+  citing its sections are recorded, then stalls (headers trickled one byte every 200 ms, or
+  ``100 Continue`` forever) while that tenant's recalls and records run: every answer is back
+  within the tenant's resolver deadline + 1 s, and the first tenant's recalls and records, run at
+  the same time, all succeed.
 
 ``python -m research.chaos load`` (``make load``): a bounded loopback load (threads, keep-alive
 connections, recalls and records mixed) reporting recalls/s, records/s, p50/p99 and errors.
@@ -30,6 +35,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +50,7 @@ from typing import Any
 
 import psycopg
 
+from cachecore.engine.text import content_hash
 from config import embedded_db
 from research.localstack import free_port, port_open
 
@@ -170,6 +177,8 @@ class Stack:
             "TRAILCACHE_MEDIA_ROOT": str(self.media),
             "TRAILCACHE_RATE_PER_KEY_PER_MINUTE": rate,
             "TRAILCACHE_RATE_PER_TENANT_PER_MINUTE": rate,
+            # The load run sends more requests at once than one tenant may have (api/middleware.py).
+            "TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS": "4" if rate_limits else "0",
             "TRAILCACHE_MAX_ACTIVE_EXPORTS": "10",
             "TRAILCACHE_JOB_HEARTBEAT_TIMEOUT_SECONDS": str(heartbeat_timeout_s),
             "PROMETHEUS_MULTIPROC_DIR": str(workdir / "prometheus"),
@@ -603,6 +612,158 @@ def scenario_disk(chaos: Stack, *, rows: int) -> list[Row]:
 # Load
 
 
+class StallingResolver:
+    """A tenant's resolver on loopback: answers every id with the hash of its text while ``ok``
+    is set, and otherwise stalls (alternately: a header trickled one byte every 200 ms, or
+    ``100 Continue`` forever) until the client hangs up."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+        self.ok = threading.Event()
+        self.ok.set()
+        self.stop = threading.Event()
+        self.stalled = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.listener.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/resolve"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, suppress(OSError):
+            conn.settimeout(5)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                request += chunk
+            head, _, body = request.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length:
+                body += conn.recv(65536)
+            if self.ok.is_set():
+                ids = json.loads(body)["ids"]
+                answer = json.dumps({"sections": [{"id": i, "hash": content_hash(self.texts[i])}
+                                                  for i in ids if i in self.texts]}).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer))
+                return
+            self.stalled += 1
+            if self.stalled % 2:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                piece, pause = b"x", 0.2
+            else:
+                piece, pause = b"HTTP/1.1 100 Continue\r\n\r\n", 0.05
+            deadline = time.monotonic() + 60
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                conn.sendall(piece)
+                time.sleep(pause)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+
+
+def scenario_resolver(chaos: Stack, *, duration_s: float, threads: int, timeout_ms: int = 2000) -> list[Row]:
+    name = f"a tenant's resolver stalls (deadline {timeout_ms} ms)"
+    remote = {f"remote/manual.md#{n}": f"Remote chapter {n} of the manual." for n in range(6)}
+    server = StallingResolver(remote)
+    try:
+        out = chaos.manage("shell", code=(
+            "from tenants.services import api_key_create, tenant_create; "
+            f"t = tenant_create(slug='stalled-{uuid.uuid4().hex[:6]}'); "
+            f"t.resolver_url = {server.url!r}; t.resolver_secret = 'chaos-resolver-secret'; "
+            f"t.resolver_timeout_ms = {timeout_ms}; t.full_clean(); t.save(); "
+            "_, raw = api_key_create(tenant=t, name='chaos', scope_prefixes=[]); print(raw)"))
+        stalled_key = out.strip().splitlines()[-1]
+        setup = Http(chaos.web_port, key=stalled_key)
+        for n, doc in enumerate(remote):
+            answer = setup.call("POST", "/api/v1/trails", record_body(f"remote question {n} about {doc}", doc))
+            if answer.status != 201:
+                measured = f"{answer.status} {answer.body!r}"[:300]
+                return [(name, "trails citing the resolver's sections recorded", measured, False)]
+        server.ok.clear()  # from here on every call to it stalls
+        answers: list[tuple[Answer, str]] = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def stalled_tenant(n: int) -> None:
+            api = Http(chaos.web_port, key=stalled_key)
+            docs = list(remote)
+            i = 0
+            while not stop.is_set():
+                i += 1
+                doc = docs[i % len(docs)]
+                if i % 2:
+                    answer = api.call("POST", "/api/v1/recall",
+                                      {"scope": "default", "query": f"remote question {i % len(docs)} about {doc}"})
+                    kind = "stalled recall"
+                else:
+                    answer = api.call("POST", "/api/v1/trails", record_body(f"stalled record {n}-{i}", doc))
+                    kind = "stalled record"
+                with lock:
+                    answers.append((answer, kind))
+
+        def other_tenant(n: int) -> None:
+            api = chaos.api()
+            docs = list(DOCS)
+            i = 0
+            while not stop.is_set():
+                i += 1
+                if i % 2:
+                    answer = api.call("POST", "/api/v1/recall",
+                                      {"scope": "default", "query": f"warm-up question {i % 8}"})
+                    kind = "other recall"
+                else:
+                    answer = api.call("POST", "/api/v1/trails",
+                                      record_body(f"other record {n}-{i} {uuid.uuid4().hex[:6]}", docs[i % len(docs)]))
+                    kind = "other record"
+                with lock:
+                    answers.append((answer, kind))
+
+        pool = [threading.Thread(target=stalled_tenant, args=(n,), daemon=True) for n in range(threads)]
+        pool += [threading.Thread(target=other_tenant, args=(n,), daemon=True) for n in range(max(1, threads // 2))]
+        for thread in pool:
+            thread.start()
+        time.sleep(duration_s)
+        stop.set()
+        for thread in pool:
+            thread.join(timeout=REQUEST_TIMEOUT_S + 5)
+    finally:
+        server.close()
+    stalled = [a for a, kind in answers if kind.startswith("stalled")]
+    others = [a for a, kind in answers if kind.startswith("other")]
+    bound = timeout_ms / 1000 + 1.0
+    slowest = max((a.seconds for a in stalled), default=float("inf"))
+    no_answer = sum(1 for a in stalled if a.status == 0)
+    stalled_statuses: dict[str, int] = {}
+    for a, kind in answers:
+        if kind.startswith("stalled"):
+            stalled_statuses[f"{kind}:{a.status}"] = stalled_statuses.get(f"{kind}:{a.status}", 0) + 1
+    other_failures = [a for a in others if a.status not in {200, 201}]
+    other_p99 = percentile([a.seconds for a in others], 0.99) if others else float("inf")
+    return [
+        (name, "calls that reached the stalling resolver", str(server.stalled), server.stalled > 0),
+        (name, f"every answer of its tenant within {bound:.1f} s (slowest)",
+         f"{slowest:.2f} s over {len(stalled)} answers, {no_answer} without one; {json.dumps(stalled_statuses)}",
+         bool(stalled) and slowest <= bound and no_answer == 0),
+        (name, "another tenant's recalls and records meanwhile",
+         f"{len(others) - len(other_failures)} of {len(others)} succeeded, p99 {other_p99:.2f} s",
+         bool(others) and not other_failures),
+    ]
+
+
 def run_load(chaos: Stack, *, duration_s: float, concurrency: int, record_share: float, trails: int) -> list[Row]:
     api = chaos.api()
     docs = list(DOCS)
@@ -667,8 +828,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.chaos", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="mode", required=True)
     run = sub.add_parser("run", help="the fault scenarios")
-    run.add_argument("--scenarios", default="pg,worker,redis,disk",
-                     help="comma-separated, run in this order: pg, worker, redis, disk")
+    run.add_argument("--scenarios", default="pg,worker,redis,disk,resolver",
+                     help="comma-separated, run in this order: pg, worker, redis, disk, resolver")
+    run.add_argument("--stall-seconds", type=float, default=20.0, help="load while a tenant's resolver stalls")
     run.add_argument("--restarts", type=int, default=3)
     run.add_argument("--down-seconds", type=float, default=3.0, help="how long PostgreSQL stays down each time")
     run.add_argument("--up-seconds", type=float, default=4.0, help="load between restarts")
@@ -696,7 +858,7 @@ def main(argv: list[str] | None = None) -> int:
                              record_share=args.record_share, trails=args.trails)
         else:
             wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-            unknown = set(wanted) - {"pg", "worker", "redis", "disk"}
+            unknown = set(wanted) - {"pg", "worker", "redis", "disk", "resolver"}
             if unknown:
                 parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
             chaos.up(workers=True)
@@ -712,6 +874,8 @@ def main(argv: list[str] | None = None) -> int:
                         rows += scenario_redis(chaos)
                     elif scenario == "disk":
                         rows += scenario_disk(chaos, rows=args.rows)
+                    elif scenario == "resolver":
+                        rows += scenario_resolver(chaos, duration_s=args.stall_seconds, threads=args.threads)
                 except Exception as exc:  # a scenario that could not run is a failed row, the others still run
                     rows.append((scenario, "ran", f"{type(exc).__name__}: {exc}"[:300], False))
     print(render(rows))

@@ -1,15 +1,24 @@
-"""Console logins: throttled per address and locked per account after repeated failures, both
-counted across every web process (``tenants.ratelimit``); logins, and a lockout when it starts,
-are audited in each of the operator's tenants.
+"""Console logins: throttled per client address, and delayed per (account, address) after
+repeated failures, both counted across every web process (``tenants.ratelimit``); logins, and
+each delay when it starts, are audited in each of the operator's tenants.
 
-- ``TRAILCACHE_LOGIN_MAX_FAILURES`` (5) failures for one account within the lock period lock it
-  for ``TRAILCACHE_LOGIN_LOCK_MINUTES`` (15): even the right password is refused meanwhile.
+- The client address is the peer's (``REMOTE_ADDR``), unless the peer is one of
+  ``TRAILCACHE_TRUSTED_PROXIES`` (networks; empty by default): then the ``X-Forwarded-For``
+  entry nearest the service that is not itself a trusted proxy. Behind a load balancer every
+  client would otherwise share one address, so that 20 wrong passwords from anyone would lock
+  every operator out.
+- ``TRAILCACHE_LOGIN_MAX_FAILURES`` (5) failures for one account from one address within the
+  lock period (``TRAILCACHE_LOGIN_LOCK_MINUTES``, 15) delay that account's next login from that
+  address by ``FIRST_DELAY_SECONDS``, and each further failure doubles the delay, up to the
+  lock period: even the right password is refused meanwhile, from that address only. Knowing
+  an operator's email no longer locks the operator out from everywhere.
 - ``TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS`` (20) failures from one client address within that
   period refuse every login from it until the period ends (guessing across many accounts).
 A refused login looks like a wrong password: it tells nothing about the account."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from django.conf import settings
@@ -22,15 +31,57 @@ from django.dispatch import receiver
 from tenants.models import AuditAction, Membership
 from tenants.ratelimit import counters
 
+FIRST_DELAY_SECONDS = 30
+
 
 def _account(username: str | None) -> str:
     return (username or "").strip().lower()[:254]
 
 
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+
+
+def _trusted(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return any(address in ipaddress.ip_network(n, strict=False) for n in settings.TRAILCACHE_TRUSTED_PROXIES)
+
+
+def client_address(request: Any) -> str:
+    """The client's address: the peer's, or, when the peer is a trusted proxy, the nearest
+    ``X-Forwarded-For`` entry that is not a trusted proxy (entries further left are the
+    client's own claims, never trusted)."""
+    meta = getattr(request, "META", {}) or {}
+    peer = meta.get("REMOTE_ADDR", "") or "unknown"
+    current = _ip(peer)
+    if current is None or not _trusted(current):
+        return peer
+    for entry in reversed(meta.get("HTTP_X_FORWARDED_FOR", "").split(",")):
+        forwarded = _ip(entry)
+        if forwarded is None:
+            break  # a malformed entry: stop at the last address a trusted proxy vouched for
+        current = forwarded
+        if not _trusted(forwarded):
+            break
+    return str(current)
+
+
 def _address(request: Any) -> str:
-    # The direct peer: behind a proxy, every client shares its address (only the per-account lock
-    # then tells them apart); X-Forwarded-For is not trusted here.
-    return (getattr(request, "META", {}) or {}).get("REMOTE_ADDR", "") or "unknown"
+    return client_address(request)
+
+
+def _pair(account: str, address: str) -> str:
+    return f"{account}|{address}"
+
+
+def delay_after(failures: int) -> int:
+    """Seconds a (account, address) waits after its ``failures``-th failure in the period."""
+    over = failures - settings.TRAILCACHE_LOGIN_MAX_FAILURES
+    if over < 0:
+        return 0
+    return min(_period(), FIRST_DELAY_SECONDS * 2 ** min(over, 32))
 
 
 def _period() -> int:
@@ -39,7 +90,7 @@ def _period() -> int:
 
 def login_refused(*, username: str | None, request: Any) -> bool:
     """Whether a login must be refused before its password is even checked."""
-    if counters.held("login-lock", _account(username)):
+    if counters.held("login-lock", _pair(_account(username), _address(request))):
         return True
     failures = counters.peek("login-address", _address(request), period=_period())
     return failures >= settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS
@@ -67,26 +118,26 @@ def _audit(user: Any, action: AuditAction, details: dict[str, Any]) -> None:
 @receiver(user_login_failed, dispatch_uid="trailcache-login-failed")
 def _count_failure(sender: Any, credentials: dict[str, Any], request: Any = None, **_: Any) -> None:
     account = _account(credentials.get("username"))
+    address = _address(request)
+    pair = _pair(account, address)
     period = _period()
-    counters.hit("login-address", _address(request), limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS,
-                 period=period)
-    if not account or counters.held("login-lock", account):
-        return
-    verdict = counters.hit("login-account", account, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES, period=period)
-    if verdict.count >= settings.TRAILCACHE_LOGIN_MAX_FAILURES:
-        counters.hold("login-lock", account, seconds=period)
-        counters.clear("login-account", account, period=period)
+    counters.hit("login-address", address, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS, period=period)
+    if not account or counters.held("login-lock", pair):
+        return  # refused while delayed: the delay runs its course, it does not grow
+    verdict = counters.hit("login-account", pair, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES, period=period)
+    delay = delay_after(verdict.count)
+    if delay:
+        counters.hold("login-lock", pair, seconds=delay)
         from django.contrib.auth import get_user_model
 
         user = get_user_model().objects.filter(username__iexact=account).first()
         if user is not None:
             _audit(user, AuditAction.LOGIN_LOCKED, {
-                "failures": verdict.count, "locked_minutes": settings.TRAILCACHE_LOGIN_LOCK_MINUTES,
-                "address": _address(request),
+                "failures": verdict.count, "delay_seconds": delay, "address": address,
             })
 
 
 @receiver(user_logged_in, dispatch_uid="trailcache-logged-in")
 def _logged_in(sender: Any, request: Any, user: Any, **_: Any) -> None:
-    counters.clear("login-account", _account(user.get_username()), period=_period())
+    counters.clear("login-account", _pair(_account(user.get_username()), _address(request)), period=_period())
     _audit(user, AuditAction.LOGIN, {"address": _address(request)})

@@ -13,6 +13,7 @@ from adminui.rendering import console_render
 from cachecore.errors import DomainError
 from cachecore.models import Job, JobKind, TrailStatus
 from cachecore.selectors.jobs import job_get, jobs_latest
+from cachecore.selectors.trail_filters import date_in_range
 from cachecore.services import exports as export_services
 from cachecore.services.erasure import subject_erase_request
 
@@ -27,13 +28,14 @@ class ExportForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "any")] + list(TrailStatus.choices),
                                label="Trail status")
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="From",
-                            help_text="First day included (UTC).")
+                            help_text="First day included (UTC).", validators=[date_in_range])
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Through",
-                            help_text="Last day included (UTC).")
+                            help_text="Last day included (UTC).", validators=[date_in_range])
 
 
 class SubjectEraseForm(forms.Form):
-    subject = forms.CharField(max_length=200, help_text="Exactly as the API recorded it.")
+    # Not stripped: the service matches the subject exactly as the API recorded it.
+    subject = forms.CharField(max_length=200, strip=False, help_text="Exactly as the API recorded it.")
     confirm = forms.BooleanField(label="I understand this deletes every trail and logged query of this subject.")
 
 

@@ -110,7 +110,8 @@ class ExportDetailView(TenantAPIView):
 class ExportDownloadView(TenantAPIView):
     key_permission = KeyPermission.EXPORT
 
-    @extend_schema(responses={(200, "text/csv"): bytes}, summary="The export file (deleted after 7 days: 410)")
+    @extend_schema(responses={(200, "text/csv"): bytes, (200, "application/x-ndjson"): bytes},
+                   summary="The export file, CSV or JSON Lines as requested (deleted after 7 days: 410)")
     def get(self, request: Request, export_id: str) -> FileResponse:
         export = export_download(caller=self.caller, export_id=export_id)
         return FileResponse(open(export.path, "rb"), as_attachment=True, filename=export.filename,

@@ -47,13 +47,16 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NUMBER = re.compile(r"(?<![a-z])\d+(?:\.\d+)*")
 # Code-ish tokens: dotted names (os.path), calls (len()), snake_case, dunders, flags (--user),
 # backticked spans, and words mixing letters and digits (utf8, py3).
+# Linear time: a word alternative starts only where its word starts (the lookbehinds), and its
+# quantifiers never give back (possessive), so no position of a long word is tried again; tried
+# from every position, ``aaaa…`` took time quadratic in its length.
 _IDENTIFIER = re.compile(
     r"`[^`]+`"
-    r"|--?[a-z][a-z0-9-]*"
-    r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+(?:\(\))?"
-    r"|[a-z_][a-z0-9_]*\(\)"
-    r"|[a-z0-9]*_[a-z0-9_]+"
-    r"|[a-z]+\d+[a-z0-9]*"
+    r"|--?[a-z][a-z0-9-]*+"
+    r"|(?<![a-z0-9_])[a-z_][a-z0-9_]*+(?:\.[a-z_][a-z0-9_]*+)++(?:\(\))?"
+    r"|(?<![a-z0-9_])[a-z_][a-z0-9_]*+\(\)"
+    r"|(?<![a-z0-9_])[a-z0-9]*+_[a-z0-9_]++"
+    r"|(?<![a-z])[a-z]++\d++[a-z0-9]*+"
 )
 _NEGATIONS = {"not", "never", "cannot", "no"}
 _STOPWORDS = frozenset(

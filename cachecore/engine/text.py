@@ -7,7 +7,9 @@ import re
 import unicodedata
 
 _WS = re.compile(r"\s+")
-_EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?]+|[\s\"'`.,;:!?]+$")
+# Stripped from both ends with str.strip, linear: a regex alternative anchored at the end
+# (``[...]+$``) retries from every position of a long punctuation run, quadratic.
+_EDGE_CHARS = " \"'`.,;:!?"
 # A sentence ends at . ! ? followed by space and an upper-case letter, digit or quote, or at a
 # blank line. Good enough for documentation prose; code lines are kept as their own chunks.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])|\n\s*\n")
@@ -17,8 +19,8 @@ def normalise_query(query: str) -> str:
     """The form a query is embedded and compared in: NFKC, lower case, single spaces,
     no surrounding quotes or trailing punctuation."""
     text = unicodedata.normalize("NFKC", query)
-    text = _WS.sub(" ", text).strip().lower()
-    return _EDGE_PUNCT.sub("", text)
+    text = _WS.sub(" ", text).strip().lower()  # white space is single spaces from here on
+    return text.strip(_EDGE_CHARS)
 
 
 def content_hash(text: str) -> str:

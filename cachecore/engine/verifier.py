@@ -18,6 +18,10 @@ of the answer's words in supported sentences must reach ``min_supported_ratio`` 
 anaphoric sentences such as "Not on its own." weigh little), and the whole answer's best
 cosine against the chunks must reach ``answer_support_floor``.
 
+Bounded: ``check`` embeds an answer only up to ``MAX_CHECKED_CHARS`` characters and
+``MAX_CHECKED_SENTENCES`` sentences (a longer one fails, "too long to check": the trail waits
+for feedback), and the patterns run in linear time.
+
 Pure: the caller passes an ``embed`` function and the cited chunks' vectors. Calibrated by
 ``research/verifier_calibration.py`` on ``tests/data/verifier_answers.jsonl``.
 """
@@ -25,6 +29,7 @@ Pure: the caller passes an ``embed`` function and the cited chunks' vectors. Cal
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -129,7 +134,14 @@ _PATTERNS = [re.compile(p, re.IGNORECASE) for p in NON_ANSWER_PATTERNS]
 # A match after "if"/"when" in the same clause (up to a comma) is a condition, not a
 # non-answer: "if the section does not specify a port, relay uses 8080"; but "if you need a
 # port, the docs don't say which" is one.
-_CONDITIONAL = re.compile(r"\b(?:if|when|whenever|unless|where)\b[^,.;:!?—–]*$", re.IGNORECASE)
+# Spelled as two lookups (the condition words, and the stops that end a condition) so that a
+# long answer with many matches stays linear: "a condition word after the clause's start and
+# after the last stop before the match" is what ``\b(?:if|…)\b[^,.;:!?—–]*$`` said.
+_CONDITION_WORD = re.compile(r"\b(?:if|when|whenever|unless|where)\b", re.IGNORECASE)
+_CLAUSE_STOPS = ".!?\n"
+_CONDITION_STOPS = ",.;:!?—–\n"
+MAX_CHECKED_CHARS = 20_000
+MAX_CHECKED_SENTENCES = 100
 
 # Sentences that say the sources do not answer, in many wordings (matched clause by clause).
 NON_ANSWER_EXEMPLARS = [
@@ -254,13 +266,39 @@ def non_answer_pattern(text: str) -> str | None:
     negative statements ("it does not require root") and conditions ("if the section does not
     specify a port") do not count."""
     text = text.replace("\u2019", "'")
+    clause_stops = [i for i, c in enumerate(text) if c in _CLAUSE_STOPS]
+    condition_stops = [i for i, c in enumerate(text) if c in _CONDITION_STOPS]
+    conditions: list[tuple[int, int]] | None = None
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            before = text[: match.start()]
-            clause_start = max(before.rfind(c) for c in ".!?\n")
-            if _CONDITIONAL.search(before[clause_start + 1 :]):
+            start = match.start()
+            # The clause runs from after the last . ! ? or line break before the match; the
+            # condition from after the last stop (comma included) before it.
+            n = bisect_left(clause_stops, start)
+            clause_start = clause_stops[n - 1] + 1 if n else 0
+            n = bisect_left(condition_stops, start)
+            since = max(clause_start, condition_stops[n - 1] + 1 if n else 0)
+            if conditions is None:
+                conditions = [(m.start(), m.end()) for m in _CONDITION_WORD.finditer(text)]
+            k = bisect_left(conditions, (start, -1))
+            conditional = False
+            while k > 0 and conditions[k - 1][0] >= since:
+                k -= 1
+                if conditions[k][1] <= start:
+                    conditional = True
+                    break
+            if conditional:
                 continue
             return match.group(0)
+    return None
+
+
+def too_long_to_check(answer: str) -> str | None:
+    """Why ``answer`` is over the verifier's caps, or None."""
+    if len(answer) > MAX_CHECKED_CHARS:
+        return f"answer too long to check (over {MAX_CHECKED_CHARS} characters)"
+    if len(_SENTENCE.split(answer, maxsplit=MAX_CHECKED_SENTENCES)) > MAX_CHECKED_SENTENCES:
+        return f"answer too long to check (over {MAX_CHECKED_SENTENCES} sentences)"
     return None
 
 
@@ -399,4 +437,7 @@ class Verifier:
         )
 
     def check(self, answer: str, chunk_vectors: np.ndarray | Sequence[Sequence[float]]) -> Verdict:
+        problem = too_long_to_check(answer.strip())
+        if problem:
+            return Verdict(False, [problem])
         return self.decide(self.measure(answer, chunk_vectors))

@@ -28,6 +28,17 @@ from cachecore.models import TrailStatus
 TRAIL_STATUSES = tuple(TrailStatus.values)
 STATUS_ERROR = f"one of {', '.join(TRAIL_STATUSES)}"
 INSTANT_ERROR = "expected an ISO 8601 date or datetime"
+# A bare date as an exclusive end is the start of the next day: the calendar's last day has none.
+LATEST_DATE = date.max - timedelta(days=1)
+LATEST_DATE_ERROR = f"a date up to {LATEST_DATE.isoformat()}"
+
+
+def date_in_range(value: date | None) -> None:
+    """A validator for the date filters (the console's fields): refuses the calendar's last day."""
+    from django.core.exceptions import ValidationError
+
+    if value is not None and value > LATEST_DATE:
+        raise ValidationError(f"Pick {LATEST_DATE_ERROR}.", code="max_value")
 
 
 def instant(value: Any, *, end_of_day: bool) -> datetime | None:
@@ -46,6 +57,8 @@ def instant(value: Any, *, end_of_day: bool) -> datetime | None:
             raise ValueError(INSTANT_ERROR)
         value = parsed
     if not isinstance(value, datetime):
+        if value > LATEST_DATE:
+            raise ValueError(LATEST_DATE_ERROR)
         day = value + timedelta(days=1) if end_of_day else value
         value = datetime.combine(day, time.min)
     if timezone.is_naive(value):

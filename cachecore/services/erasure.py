@@ -8,7 +8,6 @@ from django.db import transaction
 
 from cachecore.access import require_permission, require_unrestricted
 from cachecore.embedding import forget_subject_queries
-from cachecore.errors import InvalidInput
 from cachecore.models import (
     Job,
     JobKind,
@@ -17,7 +16,7 @@ from cachecore.models import (
 )
 from cachecore.services.exports import exports_delete_for_subject
 from cachecore.services.jobs import job_create, register
-from cachecore.services.subjects import subject_hash
+from cachecore.services.subjects import subject_checked, subject_hash
 from tenants.caller import Caller, tenant_caller
 from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import audit_record
@@ -39,6 +38,7 @@ def subject_erase(*, caller: Caller, subject: str) -> int:
     require_permission(caller, KeyPermission.ERASE)
     require_unrestricted(caller, "erasing a subject")
     tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
+    subject = subject_checked(subject)
     digest = subject_hash(subject)
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
@@ -65,9 +65,7 @@ def subject_erase_request(*, caller: Caller, subject: str) -> Job:
     require_permission(caller, KeyPermission.ERASE)
     require_unrestricted(caller, "erasing a subject")
     tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
-    subject = subject.strip()
-    if not subject:
-        raise InvalidInput("subject is required", fields={"subject": ["required"]})
+    subject = subject_checked(subject)
     with transaction.atomic():
         return job_create(tenant=tenant, kind=JobKind.SUBJECT_ERASE, params={"subject": subject},
                           actor=actor, actor_label=actor_label, progress_total=1)

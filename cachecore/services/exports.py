@@ -9,6 +9,7 @@ import errno
 import json
 import logging
 import os
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +23,7 @@ from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from cachecore.access import require_permission, require_unrestricted
-from cachecore.errors import ExportGone, ExportNotReady, InvalidInput, TooManyActive
+from cachecore.errors import ExportGone, ExportNotReady, ExportQuotaExceeded, InvalidInput, TooManyActive
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail
 from cachecore.selectors.jobs import job_get
 from cachecore.selectors.trail_filters import STATUS_ERROR, instant, status_valid, trail_filter
@@ -60,6 +61,18 @@ def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
 EXPORT_RETRY_SECONDS = 30
 
 
+def export_bytes_held(*, tenant: Tenant, exclude: Any = None) -> int:
+    """Bytes of the tenant's export files on disk (finished, not deleted), what its quota counts."""
+    jobs = Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT, status=JobStatus.DONE, file_deleted_at__isnull=True)
+    if exclude is not None:
+        jobs = jobs.exclude(pk=exclude)
+    return sum(int((result or {}).get("bytes") or 0) for result in jobs.values_list("result", flat=True))
+
+
+def _quota_left(tenant: Tenant, *, exclude: Any = None) -> int:
+    return settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT - export_bytes_held(tenant=tenant, exclude=exclude)
+
+
 def export_request(
     *, caller: Caller, format: str, scope: str | None = None,
     since: Any = None, until: Any = None, subject: str | None = None, status: str | None = None,
@@ -86,6 +99,10 @@ def export_request(
     }
     if params["since"] and params["until"] and params["since"] >= params["until"]:
         raise InvalidInput("since must be before until", fields={"until": ["must be after since"]})
+    if _quota_left(tenant) <= 0:
+        raise ExportQuotaExceeded(
+            f"this tenant's export files take their quota of {settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT} "
+            "bytes: delete or let older exports expire first")
     with transaction.atomic():
         # One request at a time per tenant past this line, so the cap cannot be raced.
         Tenant.objects.select_for_update().filter(pk=tenant.pk).exists()
@@ -188,10 +205,14 @@ def export_job_run(job: Job) -> dict[str, Any]:
     total = trails.count()
     job_progress(job=job, done=0, total=total)
     job.file_name = f"{job.pk}.{fmt}"
+    # Named on the row before it is written: an erasure or the sweep finds the file (and its
+    # ``.part``) from the row, whatever point this run has reached.
+    Job.objects.filter(pk=job.pk).update(file_name=job.file_name)
     path = export_path(job)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(path.suffix + ".part")
     done = 0
+    room = _quota_left(job.tenant, exclude=job.pk)  # the tenant's byte quota, less its other files
     try:
         with open(partial, "w", encoding="utf-8", newline="") as out:
             writer = _Writer(out, fmt)
@@ -199,6 +220,10 @@ def export_job_run(job: Job) -> dict[str, Any]:
                 for row in batch:
                     writer.write(_record(row))
                 done += len(batch)
+                if out.tell() > room:
+                    raise JobFailed("export_quota_exceeded",
+                                    f"the file would take the tenant's export files over their quota "
+                                    f"({settings.TRAILCACHE_EXPORT_QUOTA_BYTES_PER_TENANT} bytes)")
                 job_progress(job=job, done=done, total=max(total, done))
         os.replace(partial, path)
     except BaseException as exc:
@@ -209,12 +234,19 @@ def export_job_run(job: Job) -> dict[str, Any]:
             raise JobFailed("disk_full", f"no space left on the export volume ({exc.strerror})") from exc
         raise
     # An erasure while this export ran may have marked its file deleted (it could hold the
-    # erased subject): then the file goes as soon as it is written.
-    if Job.objects.filter(pk=job.pk, file_deleted_at__isnull=False).exists():
-        path.unlink(missing_ok=True)
+    # erased subject): then the file goes as soon as it is written. Checked with the row locked,
+    # as the erasure locks it: an erasure either came first (seen here) or comes after (and
+    # deletes the file, named on the row). The job's params are never written back (jobs), so
+    # an erasure's scrubbing of them stands.
+    with transaction.atomic():
+        row = Job.objects.select_for_update().only("file_deleted_at").get(pk=job.pk)
+        if row.file_deleted_at is not None:
+            path.unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
+        size = path.stat().st_size if path.exists() else 0
     job.progress_total = done
     job.file_expires_at = timezone.now() + timedelta(days=settings.TRAILCACHE_EXPORT_RETENTION_DAYS)
-    return {"rows": done, "bytes": path.stat().st_size}
+    return {"rows": done, "bytes": size}
 
 
 register(JobKind.EXPORT, export_job_run)
@@ -263,8 +295,40 @@ def export_download(*, caller: Caller, export_id: object) -> ExportFile:
     return export
 
 
+def _export_files_sweep() -> None:
+    """Remove every file in the export folders that no live export owns: a file (or ``.part``)
+    whose row is gone or marked deleted (an erasure or the expiry, in whatever order it met the
+    writer), and a ``.part`` whose export is not running."""
+    root = Path(settings.MEDIA_ROOT) / "exports"
+    if not root.is_dir():
+        return
+    files: dict[str, list[Path]] = {}
+    for folder in root.iterdir():
+        if folder.is_dir():
+            for path in folder.iterdir():
+                files.setdefault(path.name.split(".", 1)[0], []).append(path)
+    for start in range(0, len(files), 500):
+        names = list(files)[start:start + 500]
+        valid = []
+        for name in names:
+            try:
+                valid.append(str(uuid.UUID(name)))
+            except ValueError:
+                continue
+        live = {str(pk): (status, deleted) for pk, status, deleted in Job.objects.filter(
+            pk__in=valid, kind=JobKind.EXPORT).values_list("pk", "status", "file_deleted_at")}
+        for name in names:
+            status, deleted = live.get(name, (None, None))
+            for path in files[name]:
+                gone = status is None or deleted is not None
+                stale_part = path.suffix == ".part" and status != JobStatus.RUNNING
+                if gone or stale_part:
+                    path.unlink(missing_ok=True)
+
+
 def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
-    """Delete export files past their expiry (idempotent). Returns files deleted."""
+    """Delete export files past their expiry, and any file no live export owns (idempotent).
+    Returns the expired exports marked deleted."""
     now = now or timezone.now()
     deleted = 0
     while True:
@@ -273,6 +337,7 @@ def exports_expire(*, now: datetime | None = None, batch: int = 500) -> int:
                 kind=JobKind.EXPORT, file_deleted_at__isnull=True, file_expires_at__lt=now,
             )[:batch])
             if not jobs:
+                _export_files_sweep()
                 return deleted
             for job in jobs:
                 if job.file_name:
@@ -302,7 +367,9 @@ def exports_delete_for_subject(*, tenant: Tenant, subject: str, now: datetime | 
     ) if could_hold(job.params or {})]
     for job in jobs:
         if job.file_name:
-            export_path(job).unlink(missing_ok=True)
+            path = export_path(job)
+            path.unlink(missing_ok=True)
+            path.with_suffix(path.suffix + ".part").unlink(missing_ok=True)
         job.file_deleted_at = now
     Job.objects.bulk_update(jobs, ["file_deleted_at"])
     return [str(job.pk) for job in jobs]

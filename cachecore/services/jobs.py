@@ -8,6 +8,7 @@ Celery task's name, so nothing here imports a service or ``cachecore.tasks``."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from datetime import timedelta
@@ -160,11 +161,16 @@ def job_progress(*, job: Job, done: int, total: int | None = None) -> None:
     Job.objects.filter(pk=job.pk).update(**fields)
 
 
-def _finish(job: Job, *, status: JobStatus, result: dict[str, Any] | None = None, error: str = "") -> None:
+def _finish(job: Job, *, status: JobStatus, result: dict[str, Any] | None = None, error: str = "",
+            claimed_params: dict[str, Any] | None = None) -> None:
     job.status, job.finished_at, job.error = status, timezone.now(), error[:300]
     if result is not None:
         job.result = result
-    fields = ["status", "finished_at", "error", "result", "params", "file_name", "file_expires_at"]
+    fields = ["status", "finished_at", "error", "result", "file_name", "file_expires_at"]
+    # The params only when the body changed them: an erasure may have scrubbed them on the row
+    # while the job ran, and the copy claimed before must not write the subject back.
+    if claimed_params is None or job.params != claimed_params:
+        fields.append("params")
     if status == JobStatus.DONE and job.progress_total is not None:
         job.progress_done = job.progress_total
         fields.append("progress_done")
@@ -179,6 +185,7 @@ def job_execute(*, job_id: str) -> Job | None:
     job = job_claim(job_id=job_id)
     if job is None:
         return None
+    claimed = copy.deepcopy(job.params)
     try:
         handler = job_handler(job.kind)
     except UnknownJobKind:
@@ -191,11 +198,11 @@ def job_execute(*, job_id: str) -> Job | None:
         raise
     except JobFailed as exc:
         log.error("job %s (%s) failed: %s (%s)", job.pk, job.kind, exc.code, exc)
-        _finish(job, status=JobStatus.FAILED, error=exc.code)
+        _finish(job, status=JobStatus.FAILED, error=exc.code, claimed_params=claimed)
         return job
     except Exception as exc:
         log.exception("job %s (%s) failed", job.pk, job.kind)
-        _finish(job, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        _finish(job, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}", claimed_params=claimed)
         return job
-    _finish(job, status=JobStatus.DONE, result=result)
+    _finish(job, status=JobStatus.DONE, result=result, claimed_params=claimed)
     return job

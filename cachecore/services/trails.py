@@ -87,6 +87,8 @@ def trail_record(
             except NotFound as exc:
                 raise InvalidInput("unknown recall_id",
                                    fields={"recall_id": ["no such recall for this tenant"]}) from exc
+            if not subject:
+                subject = recall_event.subject  # the recall's subject: an erasure of it finds this trail too
         trail = Trail(
             tenant=tenant, scope=scope, query=query, query_normalised=normalised, embedding=embedding,
             embedding_model=embedder.version,

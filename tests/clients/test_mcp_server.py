@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -118,3 +119,124 @@ def test_the_tools_over_streamable_http(service):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+# Over HTTP, the MCP server carries the key's powers: a bearer token of its own guards it, and the
+# Host and Origin headers are checked (no DNS rebinding from a browser page).
+
+MCP_TOKEN = "mcp-token-for-the-tests-0123456789"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start_http(service: Any, *args: str, **env: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trailcache.mcp_server", "--transport", "streamable-http", "--port", str(port), *args],
+        env={**os.environ, **server_env(service), **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    for _ in range(900):  # bounded wait for the port (the interpreter starts in about a second)
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return process, port
+        except OSError:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.1)
+    raise AssertionError("the MCP server did not listen")
+
+
+def _post_initialize(port: int, headers: dict[str, str]) -> int:
+    import http.client
+    import json
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/mcp", body=body, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
+def test_a_non_loopback_bind_without_a_token_is_refused(service, host):
+    env = {k: v for k, v in os.environ.items() if k != "TRAILCACHE_MCP_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trailcache.mcp_server", "--transport", "streamable-http", "--host", host,
+         "--port", str(_free_port()), "--allowed-host", "mcp.example.com"],
+        env={**env, **server_env(service)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "TRAILCACHE_MCP_TOKEN" in done.stderr, done.stderr
+
+
+def test_a_non_loopback_bind_needs_the_host_names_clients_use(service):
+    done = subprocess.run(
+        [sys.executable, "-m", "trailcache.mcp_server", "--transport", "streamable-http", "--host", "0.0.0.0",
+         "--port", str(_free_port())],
+        env={**os.environ, **server_env(service), "TRAILCACHE_MCP_TOKEN": MCP_TOKEN},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "--allowed-host" in done.stderr, done.stderr
+
+
+def test_a_short_token_is_refused(service):
+    done = subprocess.run(
+        [sys.executable, "-m", "trailcache.mcp_server", "--transport", "streamable-http",
+         "--port", str(_free_port())],
+        env={**os.environ, **server_env(service), "TRAILCACHE_MCP_TOKEN": "short"},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "TRAILCACHE_MCP_TOKEN" in done.stderr, done.stderr
+
+
+def test_with_a_token_every_request_needs_it(service):
+    process, port = _start_http(service, TRAILCACHE_MCP_TOKEN=MCP_TOKEN)
+    try:
+        assert _post_initialize(port, {}) == 401
+        assert _post_initialize(port, {"Authorization": "Bearer not-the-token"}) == 401
+        assert _post_initialize(port, {"Authorization": f"Bearer {MCP_TOKEN}"}) == 200
+
+        async def go() -> dict[str, Any]:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {MCP_TOKEN}"})
+            async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http),
+                                    read_timeout_seconds=60) as client:
+                return await the_loop(client)
+
+        check_the_loop(asyncio.run(go()))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_a_foreign_host_or_origin_is_refused(service):
+    process, port = _start_http(service, "--allowed-origin", "https://agent.example.com",
+                                TRAILCACHE_MCP_TOKEN=MCP_TOKEN)
+    auth = {"Authorization": f"Bearer {MCP_TOKEN}"}
+    try:
+        assert _post_initialize(port, {**auth, "Host": "attacker.example"}) in {400, 421}
+        assert _post_initialize(port, {**auth, "Origin": "https://attacker.example"}) in {400, 403}
+        assert _post_initialize(port, {**auth, "Origin": "https://agent.example.com"}) == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_transport_security_names_the_allowed_hosts_and_origins():
+    from trailcache.mcp_server import transport_security
+
+    loopback = transport_security("127.0.0.1", 8765, hosts=[], origins=[])
+    assert loopback.enable_dns_rebinding_protection
+    assert "127.0.0.1:*" in loopback.allowed_hosts and "http://localhost:*" in loopback.allowed_origins
+    public = transport_security("0.0.0.0", 8765, hosts=["mcp.example.com"], origins=["https://agent.example.com"])
+    assert public.enable_dns_rebinding_protection
+    assert public.allowed_hosts == ["mcp.example.com", "mcp.example.com:8765"]
+    assert public.allowed_origins == ["https://agent.example.com"]

@@ -1,7 +1,8 @@
 """The cheap part of the chaos run, end to end on its own throw-away stack (PostgreSQL, Redis,
 gunicorn, a Celery worker and beat, started by ``research.chaos`` as subprocesses): PostgreSQL
 stopped hard under record load (nothing acknowledged lost, 503 + Retry-After while down, back
-within 5 s), a full disk under an export, and a short load run with no errors. ``make chaos``
+within 5 s), a full disk under an export, a tenant's resolver stalling (answers within its deadline
++ 1 s, another tenant unaffected), and a short load run with no errors. ``make chaos``
 runs every scenario at full size; docs/results.md has its figures."""
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ def _chaos(tmp_path: Path, *args: str, timeout: float) -> list[dict[str, object]
     return rows
 
 
-def test_postgres_restart_under_load_and_a_full_disk(tmp_path: Path) -> None:
-    rows = _chaos(tmp_path, "run", "--scenarios", "pg,disk", "--restarts", "1", "--down-seconds", "2",
-                  "--up-seconds", "2", "--threads", "2", "--rows", "4000", timeout=300)
+def test_postgres_restart_under_load_a_full_disk_and_a_stalling_resolver(tmp_path: Path) -> None:
+    rows = _chaos(tmp_path, "run", "--scenarios", "pg,disk,resolver", "--restarts", "1", "--down-seconds", "2",
+                  "--up-seconds", "2", "--threads", "2", "--rows", "4000", "--stall-seconds", "6", timeout=400)
     checks = {row["check"]: row for row in rows}
     assert checks["acknowledged records lost"]["measured"].startswith("0 of ")
     assert checks["answers while down: 503 + Retry-After, error shape"]["passed"]
     assert checks["any other answer (500, HTML, no answer)"]["measured"] == "0"
     assert checks["the export fails with a clear error"]["measured"] == "failed: 'disk_full'"
-    assert all(row["passed"] for row in rows) and len(rows) == 8
+    assert checks["another tenant's recalls and records meanwhile"]["passed"]
+    assert all(row["passed"] for row in rows) and len(rows) == 11
 
 
 def test_a_short_load_run_has_no_errors(tmp_path: Path) -> None:

@@ -6,11 +6,22 @@ Configured by the environment: ``TRAILCACHE_URL`` (default ``http://127.0.0.1:80
 
     trailcache-mcp                                    # stdio (what MCP hosts launch)
     trailcache-mcp --transport streamable-http --port 8765   # http://127.0.0.1:8765/mcp
+
+Over HTTP the server acts with the key's full powers for whoever reaches its port, so:
+``TRAILCACHE_MCP_TOKEN`` (at least 32 characters) makes every request carry
+``Authorization: Bearer <token>`` (the SDK's token verifier; 401 otherwise), and a bind to
+anything but loopback is refused without it. The Host and Origin headers are always checked
+(DNS rebinding): loopback names on a loopback bind, otherwise the names given with
+``--allowed-host`` (required then) and the origins given with ``--allowed-origin``. Give the
+server a key without ``sections:write`` unless its agent must send sections: a prompt-injected
+agent could otherwise rewrite the corpus.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
+import ipaddress
 import os
 from typing import Annotated, Any
 
@@ -22,7 +33,10 @@ from trailcache.models import RecallResult
 
 try:
     from mcp.server import MCPServer
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError("the MCP server needs the mcp extra: pip install 'trailcache[mcp]'") from exc
 
@@ -110,8 +124,47 @@ def _tool_error(exc: errors.TrailcacheError) -> ToolError:
     return ToolError(f"Trailcache is unreachable: {exc}")
 
 
-def build_server(client: AsyncTrailcache | None = None) -> MCPServer:
-    """The MCP server; ``client`` defaults to one built from the environment on first use."""
+MIN_TOKEN_LENGTH = 32
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class StaticTokenVerifier:
+    """The SDK's ``TokenVerifier`` for one shared bearer token (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="trailcache-mcp", scopes=[])
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, port: int, *, hosts: list[str], origins: list[str]) -> TransportSecuritySettings:
+    """Host and Origin checks for the HTTP transport, always on: loopback names (and any given)
+    on a loopback bind; otherwise only the given host names (with and without the port)."""
+    allowed_hosts = [h for name in hosts for h in (name, f"{name}:{port}")]
+    if is_loopback(host):
+        allowed_hosts = _LOOPBACK_HOSTS + allowed_hosts
+        origins = _LOOPBACK_ORIGINS + origins
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts,
+                                     allowed_origins=list(origins))
+
+
+def build_server(client: AsyncTrailcache | None = None, *, token: str | None = None,
+                 public_url: str = "http://127.0.0.1:8765") -> MCPServer:
+    """The MCP server; ``client`` defaults to one built from the environment on first use. With
+    ``token``, the HTTP transport answers only requests bearing it."""
     holder: dict[str, AsyncTrailcache] = {}
     default_scope = os.environ.get("TRAILCACHE_SCOPE") or "default"
 
@@ -120,7 +173,12 @@ def build_server(client: AsyncTrailcache | None = None) -> MCPServer:
             holder["client"] = client or AsyncTrailcache(scope=default_scope)
         return holder["client"]
 
-    server: MCPServer = MCPServer("trailcache", instructions=INSTRUCTIONS)
+    auth: dict[str, Any] = {}
+    if token:
+        # A resource server only (no OAuth routes): the issuer is this server, for the SDK's settings.
+        auth = {"token_verifier": StaticTokenVerifier(token),
+                "auth": AuthSettings(issuer_url=public_url, resource_server_url=None)}  # type: ignore[arg-type]
+    server: MCPServer = MCPServer("trailcache", instructions=INSTRUCTIONS, **auth)
 
     @server.tool(title="Recall cached sections for a question")
     async def recall(
@@ -199,14 +257,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to listen on")
     parser.add_argument("--port", type=int, default=8765, help="streamable-http: port")
     parser.add_argument("--path", default="/mcp", help="streamable-http: endpoint path")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help="streamable-http: a host name clients use (Host header); required off loopback")
+    parser.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                        help="streamable-http: a browser origin allowed to call (e.g. https://agent.example.com)")
     args = parser.parse_args(argv)
     if not os.environ.get("TRAILCACHE_API_KEY"):
         parser.error("set TRAILCACHE_API_KEY (and TRAILCACHE_URL unless it is http://127.0.0.1:8000)")
-    server = build_server()
     if args.transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path)
+        build_server().run("stdio")
+        return
+    token = os.environ.get("TRAILCACHE_MCP_TOKEN") or None
+    if token is not None and len(token) < MIN_TOKEN_LENGTH:
+        parser.error(f"TRAILCACHE_MCP_TOKEN must have at least {MIN_TOKEN_LENGTH} characters")
+    if not is_loopback(args.host):
+        if token is None:
+            parser.error(f"refusing to listen on {args.host} without a bearer token: set TRAILCACHE_MCP_TOKEN "
+                         "(or listen on 127.0.0.1)")
+        if not args.allowed_host:
+            parser.error("listening off loopback: name the host names clients use with --allowed-host")
+    security = transport_security(args.host, args.port, hosts=args.allowed_host, origins=args.allowed_origin)
+    public = args.allowed_host[0] if args.allowed_host else "127.0.0.1"
+    server = build_server(token=token, public_url=f"http://{public}:{args.port}")
+    server.run("streamable-http", host=args.host, port=args.port, streamable_http_path=args.path,
+               transport_security=security)
 
 
 if __name__ == "__main__":
