@@ -6,10 +6,10 @@ as ``export_quota_exceeded``, nothing left on disk); at the quota, a new export 
 from __future__ import annotations
 
 import pytest
-from tests.background.factories import make_trail
 
 from cachecore.models import Job, JobStatus
 from cachecore.services.exports import export_path, exports_expire
+from tests.factories import make_trail
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
-from tests.factories import make_trail
 
 from cachecore.models import Job, JobKind, JobStatus, RecallEvent, Trail
 from cachecore.services.erasure import subject_erase, subject_erase_request
@@ -22,6 +21,7 @@ from cachecore.services.jobs import job_execute
 from config.logredact import SubjectPathFilter, redact_subject_paths
 from tenants.caller import tenant_caller
 from tenants.models import AuditEntry
+from tests.factories import make_trail
 
 SUBJECT = "alice@example.com"
 QUERY = "What is alice's secret plan for the migration?"
@@ -89,7 +89,8 @@ def test_the_sweep_removes_the_files_of_every_erased_or_expired_export(make_tena
 
 def _many_trails(tenant, n: int) -> None:
     from django.utils import timezone
-    from tests.background.factories import unit_vector
+
+    from tests.factories import unit_vector
 
     expires = timezone.now() + timezone.timedelta(days=30)
     Trail.objects.bulk_create([
