@@ -155,7 +155,7 @@ def test_counts_add_up(replay) -> None:
 def test_control_exact_text_is_served_its_own_trail(replay) -> None:
     _, dup, control = replay
     assert control.answer.outcome == "prefetch"
-    assert control.trail_id == dup["pair_trail_id"]
+    assert control.answer.trail_id == dup["pair_trail_id"]
     assert control.answer.similarity == pytest.approx(1.0, abs=1e-3)
 
 

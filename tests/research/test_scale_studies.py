@@ -24,8 +24,9 @@ def _run(args: list[str], tmp_path: Path) -> dict:
 
 def test_embedding_throughput_study(tmp_path):
     result = _run(["research.embedding_throughput", "--seconds", "0.05", "--quick"], tmp_path)
+    # One thread has no pool, so nothing spins: threads 1 runs without spinning only.
     assert {(r["busy_cores"], r["threads"], r["spinning"]) for r in result["rows"]} == {
-        (b, t, s) for b in (0, 1, 2) for t in (1, 2) for s in (False, True)}
+        (b, t, s) for b in (0, 1, 2) for t in (1, 2) for s in (False, True) if not (t == 1 and s)}
     assert all(r["n"] > 0 and r["p50_ms"] > 0 and r["sentences_per_s"] > 0 for r in result["rows"])
     split = result["breakdown_threads1"]
     assert split["model_ms"] > split["tokenizer_ms"] > 0
