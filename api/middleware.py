@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 
 from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS, InputRefused, check_value, string_problem
 from cachecore.engine.limits import MAX_BODY_BYTES
+from tenants.ratelimit import BrokerRedis
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def mark_database_fault(sender: Any, request: HttpRequest | None = None, **kwarg
         request._database_fault = True  # type: ignore[attr-defined]
 
 
-class _Slots:
+class _Slots(BrokerRedis):
     """Requests in progress per tenant, shared by every web process through Redis (the broker,
     when it is Redis): a sorted set of slot tokens per tenant, scored by when they were taken,
     so a slot a crashed process never gave back drops out after ``STALE_SECONDS`` (longer than
@@ -169,20 +170,9 @@ class _Slots:
     _RETRY_SECONDS = 5.0
 
     def __init__(self) -> None:
+        super().__init__()
         self._lock = threading.Lock()
         self._memory: dict[str, int] = {}
-        self._client: Any = None
-        self._client_url = ""
-        self._down_until = 0.0
-
-    def _redis(self) -> Any:
-        url = getattr(settings, "CELERY_BROKER_URL", "")
-        if not url.startswith(("redis://", "rediss://")) or time.monotonic() < self._down_until:
-            return None
-        if self._client is None or self._client_url != url:
-            self._client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.2)
-            self._client_url = url
-        return self._client
 
     def _key(self, tenant_id: str) -> str:
         return f"{settings.TRAILCACHE_INSTANCE}:slots:{settings.DATABASES['default']['NAME']}:{tenant_id}"

@@ -23,10 +23,12 @@ class Verdict:
     retry_after: int  # seconds until the window ends (0 when allowed)
 
 
-class _Counters:
+class BrokerRedis:
+    """Counters kept in the broker's Redis when the broker is one (shared by every process), with
+    a short-timeout client made once per broker URL; a subclass sets ``_down_until`` after a
+    failure, and ``_redis()`` answers None until then (the subclass counts in memory meanwhile)."""
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._memory: dict[str, tuple[float, int]] = {}
         self._client: Any = None
         self._client_url = ""
         self._down_until = 0.0
@@ -39,6 +41,13 @@ class _Counters:
             self._client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=0.2)
             self._client_url = url
         return self._client
+
+
+class _Counters(BrokerRedis):
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._memory: dict[str, tuple[float, int]] = {}
 
     def _key(self, name: str, ident: str, window: int) -> str:
         db = settings.DATABASES["default"]["NAME"]
