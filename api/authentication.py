@@ -80,6 +80,27 @@ def forget_saved_tenant(sender: type, instance: object, **_: object) -> None:
     key_cache.forget_tenant(getattr(instance, "pk", None))
 
 
+def key_for_bearer(raw: str) -> tuple[Caller, ApiKey] | None:
+    """The caller and key behind a raw API key (None: invalid or revoked), from this process's
+    cache when it answered the same key within the seconds; the authentication and the tenant
+    concurrency budget (api.middleware) both ask here, so a request reads its key once."""
+    # Only a committed key is remembered: inside a transaction (a test's, ATOMIC_REQUESTS) the
+    # row read may still be rolled back.
+    seconds = 0 if connection.in_atomic_block else settings.TRAILCACHE_API_KEY_CACHE_SECONDS
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogateescape")).digest()
+    if seconds > 0:
+        cached = key_cache.get(digest)
+        if cached is not None:
+            return cached
+    key = api_key_authenticate(raw)
+    if key is None:
+        return None
+    caller = caller_for_key(key)
+    if seconds > 0:
+        key_cache.put(digest, caller, key, seconds)
+    return caller, key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -93,21 +114,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if keyword.lower() != self.keyword.lower() or not raw:
             raise exceptions.AuthenticationFailed("Authorization must be 'Bearer <api key>'.")
-        # Only a committed key is remembered: inside a transaction (a test's, ATOMIC_REQUESTS) the
-        # row read may still be rolled back.
-        seconds = 0 if connection.in_atomic_block else settings.TRAILCACHE_API_KEY_CACHE_SECONDS
-        digest = hashlib.sha256(raw.encode("utf-8", "surrogateescape")).digest()
-        if seconds > 0:
-            cached = key_cache.get(digest)
-            if cached is not None:
-                return cached
-        key = api_key_authenticate(raw)
-        if key is None:
+        found = key_for_bearer(raw)
+        if found is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        caller = caller_for_key(key)
-        if seconds > 0:
-            key_cache.put(digest, caller, key, seconds)
-        return caller, key
+        return found
 
     def authenticate_header(self, request: Request) -> str:
         # Makes DRF answer 401 (not 403) to a missing or bad key.

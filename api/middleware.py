@@ -237,12 +237,12 @@ class TenantConcurrencyMiddleware:
         keyword, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if keyword.lower() != "bearer" or not raw.strip():
             return self.get_response(request)
-        from tenants.services import api_key_authenticate
+        from api.authentication import key_for_bearer
 
-        key = api_key_authenticate(raw.strip())
-        if key is None:
+        found = key_for_bearer(raw.strip())
+        if found is None:
             return self.get_response(request)
-        tenant_id = str(key.tenant_id)
+        tenant_id = str(found[1].tenant_id)
         allowed, token = slots.take(tenant_id, limit)
         if not allowed:
             response = JsonResponse({

@@ -120,7 +120,8 @@ def trail_record(
                 trail_label_learn(
                     tenant=tenant, event=recall_event, label=label, cited_any=bool(cited),
                     query_embedding=(embedding if recalled == normalised else
-                                     embedder.embed_one(recalled) if recalled else None))
+                                     embedder.embed_query(recalled, tenant=tenant.pk, subject=recall_event.subject)
+                                     if recalled else None))
     return trail
 
 
