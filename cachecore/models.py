@@ -133,6 +133,11 @@ class SectionChunk(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["section", "ordinal"], name="chunk_unique_ordinal"),
         ]
+        indexes = [
+            # The rival search of a large tenant (selectors/rivals.py); small ones scan exactly.
+            HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.section_id}:{self.ordinal}"

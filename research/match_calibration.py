@@ -109,9 +109,10 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         with Progress("ingest sections", len(sections)) as bar:
             ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
         gold = {e["id"]: [g for g in e["gold"] if g in ids] for e in entries}
-        needed = {g for gs in gold.values() for g in gs}
-        with Progress("chunk embeddings (gold)", len(needed)) as bar:
-            chunks_ensure(tenant=tenant, section_ids=needed, on_batch=bar.step)
+        # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
+        # text against the best-covering section of the whole corpus (the rival evidence).
+        with Progress("chunk embeddings", len(ids)) as bar:
+            chunks_ensure(tenant=tenant, section_ids=ids, on_batch=bar.step)
         trail_of: dict[str, str] = {}
         with Progress("record trails", len(entries)) as bar:
             for e in entries:
@@ -147,6 +148,73 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     finally:
         if not keep_tenant:
             Tenant.objects.filter(pk=tenant.pk).delete()
+    return out
+
+
+def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR) -> Path:
+    """``collect`` for a replay corpus of ``research.corpora`` (``celery``): one trail per item
+    citing its gold section, then every same-need rewording (kind ``paraphrase``) and every
+    close-but-different question (kind ``twin``, with ``answered_by_source``) recalled with
+    ``explain``. Rows in ``collect``'s shape; the group is the item (its side: its topic's)."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from cachecore.services.recall import recall
+    from cachecore.services.trails import trail_record
+    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.progress import Progress
+    from research.corpora import CORPORA
+    from tenants.caller import tenant_caller
+    from tenants.models import Tenant
+    from tenants.services import tenant_create
+
+    corpus = CORPORA[name]
+    started = datetime.now(UTC)
+    tenant = tenant_create(slug=f"calib-{name}-{started:%Y%m%d-%H%M%S}-{random.Random().randrange(16**4):04x}",
+                           name=f"Match calibration ({name})")
+    if floor is not None:
+        tenant.similarity_threshold = floor
+        tenant.hint_confidence = 0.0
+        tenant.full_clean()
+        tenant.save()
+    try:
+        sections = collect_sections(corpus.docs, corpus.subtrees)
+        ids = {s.id for s in sections}
+        with Progress("ingest sections", len(sections)) as bar:
+            ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
+        with Progress("chunk embeddings", len(ids)) as bar:
+            chunks_ensure(tenant=tenant, section_ids=ids, on_batch=bar.step)
+        items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
+        caller = tenant_caller(tenant)
+        trail_of = {}
+        for i in items:
+            trail = trail_record(caller=caller, scope=corpus.scope, query=i.question,
+                                 steps=[{"tool": "search", "args": {"q": i.question}, "returned": list(i.gold)}],
+                                 cited=list(i.gold), signal={"source": "caller", "accepted": True})
+            trail_of[i.id] = str(trail.pk)
+        item_of_trail = {t: g for g, t in trail_of.items()}
+        probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need] + [
+            (i, "twin", c.question, c.answered_by_source) for i in items for c in i.close]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
+            for item, kind, query, answered in probes:
+                result = recall(caller=caller, scope=corpus.scope, query=query, explain=True)
+                r = result.answer
+                source = trail_of[item.id]
+                fh.write(json.dumps({
+                    "set": name, "group": item.id, "side": item.side, "kind": kind, "query": query,
+                    "answered_by_source": answered, "source_trail": source,
+                    "outcome": str(r.outcome), "reason": str(r.reason), "confidence": r.confidence,
+                    "trail_id": r.trail_id, "trails": r.trails, "similarity": r.similarity,
+                    "served_source": r.trail_id == source,
+                    "candidates": [
+                        {**c, "entry": item_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source}
+                        for c in (result.diagnostics.explain or [])],
+                }) + "\n")
+                bar.step()
+    finally:
+        Tenant.objects.filter(pk=tenant.pk).delete()
     return out
 
 
@@ -386,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
+    c.add_argument("--corpus", default="faq", choices=("faq", "celery"),
+                   help="faq: the Python docs FAQ set; celery: the replay's Celery set")
     rp = sub.add_parser("report")
     rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")
     rp.add_argument("--qqp-trails", type=int, default=10_000)
@@ -408,8 +478,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         django.setup()
         from research.evaluation.harness import parse_overrides
 
-        out = collect(parse_overrides(args.set), args.out, floor=None if args.defaults else COLLECT_FLOOR,
-                      keep_tenant=args.keep_tenant)
+        floor = None if args.defaults else COLLECT_FLOOR
+        if args.corpus != "faq":
+            out = collect_corpus(args.corpus, args.out, floor=floor)
+        else:
+            out = collect(parse_overrides(args.set), args.out, floor=floor, keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")
         return 0
     if args.cmd == "pair-scores":

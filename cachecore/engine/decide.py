@@ -27,7 +27,7 @@ from typing import Any
 
 from cachecore.engine.boundary import blocks_prefetch
 from cachecore.engine.budget import fit_to_budget
-from cachecore.engine.evidence import Idf, TrailContext, match_features
+from cachecore.engine.evidence import Idf, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, section_state
 from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
@@ -255,9 +255,12 @@ def decide(
     policy: Policy,
     budget: int,
     idf: Idf,
+    rivals: Sequence[tuple[str, float]] = (),
 ) -> RecallDecision:
     """The answer to a recall of ``query`` (normalised) from its nearest candidates (best
-    cosine first) with their cited sections' state and coverage."""
+    cosine first) with their cited sections' state and coverage. ``rivals``: the tenant's
+    sections that cover the query best, best first (``selectors.rivals``), against which each
+    candidate's cited text is weighed."""
     if not candidates:
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
     top_similarity = round(candidates[0].similarity, 4)
@@ -272,15 +275,19 @@ def decide(
         scored.coverage = candidate_coverage(scored)
         scored.trail_coverage = candidate_coverage(scored, of_trail=True)
         scored.coverage_pending = coverage_pending(scored)
+        texts = [c.text for c in candidate.cited if c.text is not None]
         context = TrailContext(candidate.query_normalised, candidate.steps,
-                               frozenset().union(*(c.query_terms for c in candidate.cited)))
+                               frozenset().union(*(c.query_terms for c in candidate.cited)),
+                               cited_text=" ".join(texts).lower() if texts else None)
         # While chunks are pending, the cosine of the two questions stands in for the coverage the
         # chunks will give (the scorer reads unknown coverage as poor evidence): the answer is
         # then the hint it is likely to be, never a miss for want of chunks.
         proxy = candidate.similarity if scored.coverage_pending else None
         scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
                                          coverage=scored.coverage if proxy is None else proxy,
-                                         trail_coverage=scored.trail_coverage if proxy is None else proxy)
+                                         trail_coverage=scored.trail_coverage if proxy is None else proxy,
+                                         rival=None if proxy is not None else
+                                         rival_coverage(rivals, (c.section_id for c in candidate.cited)))
         # The very same question (normalised) asks the same thing by definition; the scorer is
         # calibrated on reworded questions and must not second-guess it.
         same = bool(candidate.query_normalised) and candidate.query_normalised == query

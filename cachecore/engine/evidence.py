@@ -13,7 +13,7 @@ vector in ``FEATURES`` order for the calibrated scorer (``engine/scorer.py``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_similarity
@@ -38,6 +38,9 @@ FEATURES = (
     "negation_differs",
     "numbers_differ",
     "identifiers_differ",
+    "rival_margin",
+    "rival_known",
+    "specifics_unexplained",
 )
 
 
@@ -106,6 +109,32 @@ class TrailContext:
     steps: object
     # The query's terms that the cited sections' text holds (read with the sections).
     cited_terms: frozenset[str] = frozenset()
+    # The cited sections' text, lower-cased (None: not known here), for the query's specifics.
+    cited_text: str | None = None
+
+
+def rival_coverage(best_sections: Sequence[tuple[str, float]], cited_ids: Iterable[str]) -> float | None:
+    """The best cosine of the query against a section the trail does not cite, from the
+    tenant's best-covering sections (best first). When every listed section is cited, the last
+    one listed bounds the rest from above. None: nothing is known (no chunks anywhere)."""
+    cited = set(cited_ids)
+    for section_id, cosine in best_sections:
+        if section_id not in cited:
+            return cosine
+    return best_sections[-1][1] if best_sections else None
+
+
+def specifics_unexplained(query: str, trail_question: str, cited_text: str | None) -> float:
+    """The share of the query's specifics (numbers, versions, code identifiers) that neither the
+    trail's question nor the cited text holds: "in 4.2", "--max-tasks-per-child" asked of a
+    section about another release or setting. 0 when the query names none or no text is known."""
+    wanted = numbers(query) | identifiers(query)
+    if not wanted or cited_text is None:
+        return 0.0
+    have = numbers(trail_question) | identifiers(trail_question) | numbers(cited_text)
+    # A number must appear as a number ("4" is in "404" as a string); an identifier as a string.
+    missing = [w for w in wanted if w not in have and (w in numbers(w) or w not in cited_text)]
+    return len(missing) / len(wanted)
 
 
 def match_features(
@@ -116,10 +145,12 @@ def match_features(
     idf: Idf,
     coverage: float | None,
     trail_coverage: float | None = None,
+    rival: float | None = None,
 ) -> list[float]:
     """The evidence vector of (query, trail), in ``FEATURES`` order. ``coverage`` is the best
     cosine of the query against the cited chunks and
-    ``trail_coverage`` that of the trail's own question (None: unknown).
+    ``trail_coverage`` that of the trail's own question, ``rival`` that of the best section the
+    trail does not cite (None: unknown; see ``rival_coverage``).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     q_terms = content_words(query)
     t_terms = content_words(trail.query_normalised)
@@ -143,4 +174,9 @@ def match_features(
         else 0.0,
         sets_differ(numbers(query), numbers(trail.query_normalised)),
         sets_differ(identifiers(query), identifiers(trail.query_normalised)),
+        # How much better the cited text covers the query than anything else the tenant holds:
+        # a neighbouring setting's question is covered better by its own section.
+        coverage - rival if coverage is not None and rival is not None else 0.0,
+        1.0 if coverage is not None and rival is not None else 0.0,
+        specifics_unexplained(query, trail.query_normalised, trail.cited_text),
     ]

@@ -36,6 +36,7 @@ from cachecore.models import MissReason
 from cachecore.selectors.citations import cited_sections_for_trails
 from cachecore.selectors.nearest import nearest_trails, vector_literal
 from cachecore.selectors.recalls import negative_bars
+from cachecore.selectors.rivals import best_covering_sections
 from cachecore.selectors.sections import term_frequencies
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
@@ -87,6 +88,8 @@ def tenant_policy(tenant: Tenant) -> Policy:
 class _Read:
     candidates: list[Candidate]
     idf: Idf
+    # The tenant's sections covering the query best (the evidence against a trail citing others).
+    rivals: list[tuple[str, float]] = field(default_factory=list)
 
 
 def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
@@ -100,8 +103,9 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     # A trail with negatives gets the bar they set for this query (None: no negative like it).
     bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
     bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=vector) if bounded else {}
+    rivals = best_covering_sections(caller=caller, scope=scope, embedding=vector) if candidates else []
     return _Read([replace(c, cited=tuple(cited[c.trail_id]), boundary=bars.get(str(c.trail_id), c.boundary))
-                  for c in candidates], Idf(sections, df))
+                  for c in candidates], Idf(sections, df), rivals)
 
 
 @contextmanager
@@ -186,7 +190,7 @@ def recall(
     clock.lap("validation")
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
-        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf,
+        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf, rivals=read.rivals,
     )
     clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,56 @@
+"""The evidence against a trail whose cited text is not what answers the query: another
+section of the tenant covers the query better (rival), or the query names a release, number or
+identifier the cited text does not hold. Pure functions and decide(), no database."""
+
+from cachecore.engine.decide import Candidate, Cited, Policy, decide
+from cachecore.engine.evidence import FEATURES, Idf, rival_coverage, specifics_unexplained
+from cachecore.engine.scorer import default_match_scorer
+from cachecore.engine.text import content_hash
+
+IDF = Idf(sections=50, df={})
+QUERY = "how do i set the visibility timeout for the redis broker"
+TEXT = "The visibility timeout defines the number of seconds to wait for the worker to acknowledge the task."
+
+
+def _cited(section_id: str, text: str, coverage: float) -> Cited:
+    h = content_hash(text)
+    return Cited(section_id, h, h, text, 20, coverage=coverage, trail_coverage=0.8)
+
+
+def _decide(rivals):
+    policy = Policy(scorer=default_match_scorer(), similarity_threshold=0.3, prefetch_confidence=0.9,
+                    hint_confidence=0.05, coverage_floor=0.0)
+    candidate = Candidate("t1", 0.8, "what does the visibility timeout of the redis transport mean", [],
+                          (_cited("broker#visibility", TEXT, 0.7),))
+    return decide(query=QUERY, candidates=[candidate], policy=policy, budget=1000, idf=IDF, rivals=rivals)
+
+
+def test_the_rival_is_the_best_section_the_trail_does_not_cite():
+    best = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+    assert rival_coverage(best, ["a"]) == 0.8
+    assert rival_coverage(best, ["b"]) == 0.9
+    # Every listed section cited: the last one listed bounds the rest from above.
+    assert rival_coverage(best, ["a", "b", "c"]) == 0.7
+    assert rival_coverage([], ["a"]) is None
+
+
+def test_a_section_covering_the_query_better_lowers_the_confidence():
+    alone = _decide([("broker#visibility", 0.7), ("other", 0.4)])
+    beaten = _decide([("broker#prefetch", 0.85), ("broker#visibility", 0.7)])
+    unknown = _decide([])
+    margin = FEATURES.index("rival_margin")
+    assert alone.scored[0].features[margin] > 0 > beaten.scored[0].features[margin]
+    assert unknown.scored[0].features[FEATURES.index("rival_known")] == 0.0
+    assert beaten.confidence < alone.confidence
+
+
+def test_specifics_the_cited_text_lacks_count_against_the_match():
+    text = "celery worker --max-tasks-per-child sets how many tasks a pool process runs (since 5.2)."
+    question = "limit the tasks a worker child runs"
+    assert specifics_unexplained("how do i use --max-tasks-per-child", question, text) == 0.0
+    assert specifics_unexplained("how did --max-tasks-per-child work in 3.1", question, text) == 0.5
+    assert specifics_unexplained("how do i use --max-memory-per-child", question, text) == 1.0
+    # A number is a number: "4" is not held by "404".
+    assert specifics_unexplained("what changed in 4", "what changed", "see error 404") == 1.0
+    assert specifics_unexplained("no specifics here", question, text) == 0.0
+    assert specifics_unexplained("what changed in 4", question, None) == 0.0
