@@ -219,9 +219,10 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         items = pick_items(corpus.items(), known, limit)
         gold = {i.id: [g for g in i.gold if g in known] for i in items}
         t0 = time.perf_counter()
-        needed = {g for gs in gold.values() for g in gs}
-        with Progress("chunk embeddings (gold)", len(needed)) as bar:
-            chunks_ensure(tenant=tenant, section_ids=needed, on_batch=bar.step)
+        # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
+        # text against the best-covering section of the whole corpus.
+        with Progress("chunk embeddings", len(all_ids)) as bar:
+            chunks_ensure(tenant=tenant, section_ids=all_ids, on_batch=bar.step)
         timings["chunks_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
         trail_of: dict[str, str] = {}

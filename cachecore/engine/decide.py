@@ -136,6 +136,9 @@ class Candidate:
     cited: tuple[Cited, ...] = ()
     # The trail's prefetch boundary learned from uncited prefetches (engine/boundary.py).
     boundary: float | None = None
+    # Found through the sections that cover the query best (selectors.rivals), not among the
+    # nearest questions: the cited text is similar enough, whatever the questions' cosine.
+    via_sections: bool = False
 
 
 @dataclass
@@ -209,7 +212,11 @@ def verified_state(cited: Cited) -> SectionState:
 
 def first_stage(policy: Policy, query: str, candidate: Candidate) -> bool:
     """Whether a candidate is similar enough to be considered, by the tenant's match mode. A
-    redacted trail (no query text) matches by cosine in every mode."""
+    redacted trail (no query text) matches by cosine in every mode. A trail found through the
+    sections covering the query best qualifies by its cited text (that search applied the
+    threshold to the sections' cosine)."""
+    if candidate.via_sections:
+        return True
     threshold = policy.similarity_threshold
     mode = policy.match_mode
     if mode == MatchMode.EMBEDDING or not candidate.query_normalised:

@@ -1,23 +1,29 @@
-"""The sections that cover a query best, across the tenant's corpus: the evidence against a
-trail whose cited section is not the one that answers the query (``engine/evidence.py``,
-``rival_margin``)."""
+"""The sections that cover a query best, across the tenant's corpus, and the trails citing
+them: the evidence against a trail whose cited section is not the one that answers the query
+(``engine/evidence.py``, ``rival_margin``), and a second way to find the trail that answers a
+reworded question whose words the trail's question does not share."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import connection
+from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.selectors.nearest import vector_literal
+from cachecore.engine.decide import Candidate
+from cachecore.selectors.nearest import _json, vector_literal
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
 # Sections returned: enough that a trail citing a few of the best still has a rival listed.
 RIVAL_SECTIONS = 8
+# The best sections whose citing trails are candidates too (and at most that many trails).
+SECTION_ROUTE = 3
 # Chunks ranked before grouping by section (a section's best chunk is all that counts).
 RIVAL_CHUNKS = 64
 # Tenants with at most this many chunks are scanned exactly (through the sections' tenant
@@ -57,43 +63,67 @@ def _tenant_chunks(tenant_pk: object) -> int:
     return size
 
 
-def best_covering_sections(
-    *, caller: Caller, scope: str, embedding: np.ndarray | str, limit: int = RIVAL_SECTIONS,
-    exact_max_chunks: int = EXACT_MAX_CHUNKS,
-) -> list[tuple[str, float]]:
+@dataclass(frozen=True)
+class Covering:
+    """What the sections covering a query say: the best of them (section id, best cosine), best
+    first, and the trails citing the best few (candidates found through their sections)."""
+
+    sections: list[tuple[str, float]] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+def covering(
+    *, caller: Caller, scope: str, embedding: np.ndarray | str, threshold: float, exclude: list[str],
+    limit: int = RIVAL_SECTIONS, route: int = SECTION_ROUTE, exact_max_chunks: int = EXACT_MAX_CHUNKS,
+) -> Covering:
     """The tenant's sections visible to ``scope`` whose chunks (of their current hash and the
-    current model) come closest to the query, best first, each with its best cosine. One
-    statement: exact over a small tenant's chunks, through the chunks' HNSW index with
-    iterative scan for a large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
-    what it holds must not shape another scope's answer. Call inside a transaction."""
+    current model) come closest to the query, best first, each with its best cosine; and the
+    active, unexpired trails of the scope (current model) other than ``exclude`` that cite one of
+    the best ``route`` sections whose cosine reaches ``threshold``, nearest question first
+    (``via_sections``). One statement: exact over a small tenant's chunks, through the chunks'
+    HNSW index with iterative scan for a large one (``exact_max_chunks``). A section the
+    recall's scope may not see never counts: what it holds must not shape another scope's
+    answer. Call inside a transaction."""
     tenant_pk = caller.tenant.pk
     vector = vector_literal(embedding)
-    visible = entries_admit_scope_sql("s.scopes", "%s::text", "%s::boolean")
-    # Placeholders in the order the SQL spells them: tenant-wide first, then the scope.
-    params = [vector, get_embedder().version, tenant_pk, not caller.scope_limited, scope]
+    visible = entries_admit_scope_sql("s.scopes", "%(scope)s::text", "%(tenant_wide)s::boolean")
     chunks = (
-        "SELECT s.external_id, ch.embedding <=> %s::vector AS distance"
+        "SELECT s.external_id, ch.embedding <=> %(vector)s::vector AS distance"
         " FROM cachecore_sectionchunk ch JOIN cachecore_section s"
         " ON s.id = ch.section_id AND ch.sha256 = s.sha256"
-        f" WHERE ch.embedding_model = %s AND s.tenant_id = %s AND {visible}"
+        f" WHERE ch.embedding_model = %(model)s AND s.tenant_id = %(tenant)s AND {visible}"
     )
+    exact = _tenant_chunks(tenant_pk) <= exact_max_chunks
+    # Exact: the fenced subquery (OFFSET 0) keeps the planner off the global HNSW index, which
+    # would visit other tenants' chunks first. HNSW: the nearest chunks, then their sections.
+    ranked = f"({chunks} OFFSET 0)" if exact else f"({chunks} ORDER BY distance LIMIT %(chunks)s)"
+    sql = (
+        f"WITH best AS MATERIALIZED (SELECT external_id, 1 - min(distance) AS cos FROM {ranked} b "
+        "GROUP BY external_id ORDER BY cos DESC LIMIT %(limit)s), "
+        "route AS (SELECT external_id FROM best WHERE cos >= %(threshold)s ORDER BY cos DESC LIMIT %(route)s), "
+        "citing AS (SELECT t.id, t.embedding <=> %(vector)s::vector AS distance, t.query_normalised, t.steps, "
+        "t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %(tenant)s AND t.scope = %(scope)s "
+        "AND t.status = 'active' AND t.expires_at > %(now)s AND t.embedding_model = %(model)s "
+        "AND NOT (t.id = ANY(%(exclude)s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
+        "WHERE c.tenant_id = %(tenant)s AND c.section_id IN (SELECT external_id FROM route)) "
+        "ORDER BY distance LIMIT %(route)s) "
+        "SELECT external_id, cos, NULL::uuid, NULL::text, NULL::jsonb, NULL::float8 FROM best "
+        "UNION ALL SELECT NULL, 1 - distance, id, query_normalised, steps, prefetch_boundary FROM citing"
+    )
+    params = {"vector": vector, "model": get_embedder().version, "tenant": tenant_pk,
+              "tenant_wide": not caller.scope_limited, "scope": scope, "chunks": RIVAL_CHUNKS, "limit": limit,
+              "threshold": threshold, "route": route, "now": timezone.now(), "exclude": [str(t) for t in exclude]}
     with connection.cursor() as cur:
-        if _tenant_chunks(tenant_pk) <= exact_max_chunks:
-            # The fenced subquery (OFFSET 0) keeps the planner off the global HNSW index, which
-            # would visit other tenants' chunks first: the tenant's chunks through its sections.
-            cur.execute(
-                f"SELECT external_id, 1 - min(distance) AS cos FROM ({chunks} OFFSET 0) b "
-                "GROUP BY external_id ORDER BY cos DESC LIMIT %s",
-                [*params, limit],
-            )
+        if exact:
+            cur.execute(sql, params)
         else:
             # One round trip: the settings and the query travel together (client-side binding).
-            cur.execute(
-                f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                f"SELECT external_id, 1 - min(distance) AS cos FROM ({chunks} ORDER BY distance LIMIT %s) b "
-                "GROUP BY external_id ORDER BY cos DESC LIMIT %s",
-                [*params, RIVAL_CHUNKS, limit],
-            )
+            cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
+                        + sql, params)
             while cur.description is None and cur.nextset():
                 pass
-        return [(r[0], float(r[1])) for r in cur.fetchall()]
+        rows = cur.fetchall()
+    sections = sorted(((r[0], float(r[1])) for r in rows if r[2] is None), key=lambda x: -x[1])
+    candidates = sorted((Candidate(str(r[2]), float(r[1]), r[3], _json(r[4]), boundary=r[5], via_sections=True)
+                         for r in rows if r[2] is not None), key=lambda c: -c.similarity)
+    return Covering(sections, candidates)

@@ -36,12 +36,12 @@ from cachecore.models import MissReason
 from cachecore.selectors.citations import cited_sections_for_trails
 from cachecore.selectors.nearest import nearest_trails, vector_literal
 from cachecore.selectors.recalls import negative_bars
-from cachecore.selectors.rivals import best_covering_sections
+from cachecore.selectors.rivals import Covering, covering
 from cachecore.selectors.sections import term_frequencies
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
 
-# Candidates read per recall.
+# Candidates read per recall (nearest questions).
 CANDIDATES = 5
 
 
@@ -95,6 +95,12 @@ class _Read:
 def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
     tenant = caller.tenant
     candidates = nearest_trails(tenant=tenant, scope=scope, embedding=vector, limit=CANDIDATES)
+    # The sections covering the query best weigh each trail's cited text; and since a reworded
+    # question may share no words with the trail's, the trails citing the best few are candidates
+    # too (one statement).
+    cover = covering(caller=caller, scope=scope, embedding=vector, threshold=tenant.similarity_threshold,
+                     exclude=[c.trail_id for c in candidates]) if candidates else Covering()
+    candidates += cover.candidates
     # Served only when the section's scopes admit the recall's scope now (else: missing).
     cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
                                       query_terms=terms, embedding=vector)
@@ -103,9 +109,8 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     # A trail with negatives gets the bar they set for this query (None: no negative like it).
     bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
     bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=vector) if bounded else {}
-    rivals = best_covering_sections(caller=caller, scope=scope, embedding=vector) if candidates else []
     return _Read([replace(c, cited=tuple(cited[c.trail_id]), boundary=bars.get(str(c.trail_id), c.boundary))
-                  for c in candidates], Idf(sections, df), rivals)
+                  for c in candidates], Idf(sections, df), cover.sections)
 
 
 @contextmanager
@@ -309,6 +314,7 @@ def _explain(decision: RecallDecision) -> list[dict[str, Any]]:
     return [
         {"trail_id": s.trail_id, "similarity": round(s.candidate.similarity, 4), "confidence": round(s.confidence, 4),
          "coverage": s.coverage, "polarity": s.polarity, "query_normalised": s.candidate.query_normalised,
+         "via_sections": s.candidate.via_sections,
          "features": dict(zip(FEATURES, s.features))}
         for s in decision.scored
     ]

@@ -1,5 +1,6 @@
 """selectors.rivals: the tenant's sections that cover a query best, visible to the recall's
-scope only, by either route (exact scan, HNSW), against a real PostgreSQL with pgvector."""
+scope only, by either route (exact scan, HNSW), and the trails citing the best of them, against
+a real PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from cachecore.embedding import get_embedder
-from cachecore.selectors.rivals import best_covering_sections
+from cachecore.selectors.rivals import covering
 from tenants.caller import tenant_caller
 
 pytestmark = pytest.mark.django_db
@@ -20,10 +21,15 @@ SECTIONS = {
 }
 
 
-def _best(caller, scope: str, query: str, **kw) -> list[tuple[str, float]]:
+def _covering(caller, scope: str, query: str, *, threshold: float = 0.3, exclude=(), **kw):
     vector = get_embedder().embed_one(query)
     with transaction.atomic():
-        return best_covering_sections(caller=tenant_caller(caller.tenant), scope=scope, embedding=vector, **kw)
+        return covering(caller=tenant_caller(caller.tenant), scope=scope, embedding=vector, threshold=threshold,
+                        exclude=list(exclude), **kw)
+
+
+def _best(caller, scope: str, query: str, **kw) -> list[tuple[str, float]]:
+    return _covering(caller, scope, query, **kw).sections
 
 
 @pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
@@ -49,8 +55,24 @@ def test_a_changed_section_counts_by_its_current_text_only(caller):
     caller.upsert({"broker#visibility": SECTIONS["broker#visibility"]})
     caller.upsert({"broker#visibility": "Nothing about brokers any more: a recipe for pancakes with blueberries."})
     best = _best(caller, "default", "how long does the broker wait for an ack before redelivery?")
-    vector = get_embedder().embed_one("a recipe for pancakes with blueberries")
-    with transaction.atomic():
-        pancakes = best_covering_sections(caller=tenant_caller(caller.tenant), scope="default", embedding=vector)
+    pancakes = _best(caller, "default", "a recipe for pancakes with blueberries")
     assert [b[0] for b in best] == ["broker#visibility"] and best[0][1] < 0.5
     assert pancakes[0][0] == "broker#visibility" and pancakes[0][1] > 0.6
+
+
+@pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
+def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(caller, exact_max_chunks):
+    caller.upsert(SECTIONS)
+    ours = caller.record(query="what is the ack window of the transport?", cited=["broker#visibility"]).json()["trail_id"]
+    other = caller.record(query="retrying a failed job", cited=["tasks#retry"]).json()["trail_id"]
+    elsewhere = caller.record(query="what is the ack window of the transport?", cited=["broker#visibility"],
+                              scope="elsewhere").json()["trail_id"]
+    query = "how long does the broker wait for an ack before redelivery?"
+    found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
+    assert [c.trail_id for c in found.candidates] == [ours] and found.candidates[0].via_sections
+    assert other not in {c.trail_id for c in found.candidates} and elsewhere != ours
+    assert -1.0 <= found.candidates[0].similarity <= 1.0
+    # Already among the nearest questions: not found twice. Over the threshold only.
+    assert _covering(caller, "default", query, exclude=[ours]).candidates == []
+    assert _covering(caller, "default", query, threshold=0.99).candidates == []
+    assert _covering(caller, "default", query, threshold=0.99).sections[0][0] == "broker#visibility"
