@@ -63,10 +63,10 @@ def test_a_changed_section_counts_by_its_current_text_only(caller):
 @pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
 def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(caller, exact_max_chunks):
     caller.upsert(SECTIONS)
-    ours = caller.record(query="what is the ack window of the transport?", cited=["broker#visibility"]).json()["trail_id"]
+    ack = "what is the ack window of the transport?"
+    ours = caller.record(query=ack, cited=["broker#visibility"]).json()["trail_id"]
     other = caller.record(query="retrying a failed job", cited=["tasks#retry"]).json()["trail_id"]
-    elsewhere = caller.record(query="what is the ack window of the transport?", cited=["broker#visibility"],
-                              scope="elsewhere").json()["trail_id"]
+    elsewhere = caller.record(query=ack, cited=["broker#visibility"], scope="elsewhere").json()["trail_id"]
     query = "how long does the broker wait for an ack before redelivery?"
     found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
     assert [c.trail_id for c in found.candidates] == [ours] and found.candidates[0].via_sections
