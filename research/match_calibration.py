@@ -317,12 +317,18 @@ def load_rows(paths: Sequence[Path]) -> list[dict[str, Any]]:
     return rows
 
 
+def qualifies(cand: dict[str, Any], floor: float) -> bool:
+    """The first stage as recall applies it: the questions' cosine over the floor, or found
+    through the sections covering the query (``via_sections``: their cosine passed it)."""
+    return cand["similarity"] >= floor or (bool(cand.get("via_sections")) and (cand.get("coverage") or 0.0) >= floor)
+
+
 def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float, hint: float) -> dict[str, Any]:
     """The decision offline (best confidence among candidates over the cosine floor; ambiguity
     and coverage rules left out, so prefetch counts are upper bounds) → counts per probe kind."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
-        cands = [c for c in row["candidates"] if c["similarity"] >= floor]
+        cands = [c for c in row["candidates"] if qualifies(c, floor)]
         kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
             "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
         bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}",
@@ -394,12 +400,12 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         for name in set(sets):
             para = [r for r in cal if r.get("set", "faq") == name
                     and (r["kind"].startswith("paraphrase") or r["kind"] == "duplicate")]
-            kept = sum(1 for r in para if any(c.get("is_source") and c["similarity"] >= f for c in r["candidates"]))
+            kept = sum(1 for r in para if any(c.get("is_source") and qualifies(c, f) for c in r["candidates"]))
             keeps.append(kept / max(1, len(para)))
         if min(keeps) >= FLOOR_KEEP:
             floor = f
-    cal = [{**r, "candidates": [c for c in r["candidates"] if c["similarity"] >= floor]} for r in cal]
-    held = [{**r, "candidates": [c for c in r["candidates"] if c["similarity"] >= floor]} for r in held]
+    cal = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]} for r in cal]
+    held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]} for r in held]
     # Bands on the calibration side: the lowest prefetch cut whose false prefetch (twins the
     # source does not answer, and distinct questions, served the source trail as prefetch) is
     # under target_false; hint cut: keep 95 % of paraphrases' own trails over it.
@@ -446,6 +452,40 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     return report
 
 
+def score_with(report: dict[str, Any]):
+    """The confidence function of a ``fit`` report (its weights, means and scales)."""
+    features = report["features"]
+    weights, means, scales = (np.array(report[k], dtype=float) for k in ("weights", "means", "scales"))
+    bias = float(report["bias"])
+
+    def score(c: dict[str, Any]) -> float:
+        v = (np.array([c["features"][f] for f in features]) - means) / scales
+        return float(1.0 / (1.0 + math.exp(-(v @ weights + bias))))
+
+    return score
+
+
+def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0) -> dict[str, Any]:
+    """For each corpus (one rows file each): fit on the calibration side of the others, then
+    apply that scorer and its cuts to the left-out corpus's held-out side, as a new tenant on a
+    corpus nothing was fitted on would see them (offline: ambiguity, boundaries and the
+    coverage floor left out, so prefetch counts are upper bounds)."""
+    out: dict[str, Any] = {}
+    for left in paths:
+        rest = [p for p in paths if p != left]
+        rep = fit(rest, write=False, target_false=target_false, l2=l2)
+        floor = rep["similarity_threshold"]
+        held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
+                for r in load_rows([left]) if r["side"] == HELD_OUT]
+        out[left.name] = {
+            "fitted_on": [p.name for p in rest],
+            "cuts": {k: rep[k] for k in ("prefetch_confidence", "hint_confidence", "similarity_threshold")},
+            "held_out": simulate(held, score_with(rep), floor=0.0, prefetch=rep["prefetch_confidence"],
+                                 hint=rep["hint_confidence"]),
+        }
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.match_calibration")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -470,6 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--target-false", type=float, default=0.03)
     f.add_argument("--l2", type=float, default=1.0)
     f.add_argument("--extra", action="append", default=[], help="a row feature beyond the product's (pair_model)")
+    f.add_argument("--loco", action="store_true",
+                   help="leave one corpus out: fit on the others, figures on the left-out one's held-out side")
     args = parser.parse_args(argv)
     if args.cmd == "collect":
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -502,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = report(args.out, qqp_trails=args.qqp_trails, faq_only=args.faq_only)
         print(summary_markdown(result))
         print(f"report in {args.out}")
+        return 0
+    if args.loco:
+        print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2), indent=1))
         return 0
     fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
