@@ -177,8 +177,9 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
            via: str = "rest") -> dict[str, Any]:
     """Run the replay and return the report (written to ``out`` when given)."""
     from cachecore.services.calibration import operating_point, operating_point_apply, suggestion_as_dict
-    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
+    from research.corpora import chunks_ensure_cached
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
@@ -222,7 +223,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
         # text against the best-covering section of the whole corpus.
         with Progress("chunk embeddings", len(all_ids)) as bar:
-            chunks_ensure(tenant=tenant, section_ids=all_ids, on_batch=bar.step)
+            chunks_ensure_cached(tenant=tenant, section_ids=all_ids, on_batch=bar.step)
         timings["chunks_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
         trail_of: dict[str, str] = {}

@@ -106,3 +106,59 @@ CORPORA = {
     "faq": Corpus("faq", PYTHON_DOCS, (), "faq"),
     "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery"),
 }
+
+
+# Chunk vectors computed once per (section hash, model) and kept under reports/cache/: the
+# studies ingest the same corpora again and again, and the Python docs' 28k chunks take minutes.
+CHUNK_CACHE_DIR = REPO_ROOT / "reports" / "cache"
+
+
+def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=None,
+                         cache_dir: Path = CHUNK_CACHE_DIR) -> int:
+    """``docingest.ingest.chunks_ensure`` with a cache: sections whose (hash, model) chunks were
+    computed before get them from ``reports/cache`` (the same rows ``section_chunks_compute``
+    writes: ``split_chunks`` of the text, the model's vectors); the others are computed by the
+    product's own path and their vectors added to the cache. Returns sections computed."""
+    import pickle
+
+    from django.db import transaction
+
+    from cachecore.embedding import get_embedder
+    from cachecore.engine.text import split_chunks
+    from cachecore.models import Section, SectionChunk
+    from docingest.ingest import chunks_ensure
+
+    model = get_embedder().version
+    path = cache_dir / f"chunks-{model.replace('/', '_').replace('@', '-')}.pkl"
+    cache: dict[str, object] = pickle.loads(path.read_bytes()) if path.is_file() else {}
+    pending = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids, chunks_ready=False)
+                   .exclude(text=None).only("pk", "text", "sha256"))
+    hits = [s for s in pending if s.sha256 in cache]
+    with transaction.atomic():
+        rows = []
+        for s in hits:
+            vectors = cache[s.sha256]
+            for ordinal, (chunk, vector) in enumerate(zip(split_chunks(s.text), vectors, strict=True)):
+                rows.append(SectionChunk(section=s, ordinal=ordinal, sha256=s.sha256, text=chunk, embedding=vector,
+                                         embedding_model=model))
+        SectionChunk.objects.bulk_create(rows, batch_size=1000)
+        Section.objects.filter(pk__in=[s.pk for s in hits]).update(chunks_ready=True)
+    if on_batch and hits:
+        on_batch(len(hits))
+    missing = [s for s in pending if s.sha256 not in cache]
+    computed = chunks_ensure(tenant=tenant, section_ids=[s.external_id for s in missing], on_batch=on_batch)
+    if missing:
+        import numpy as np
+
+        by_section: dict[int, list] = {}
+        for pk, vector in (SectionChunk.objects.filter(section_id__in=[s.pk for s in missing], embedding_model=model)
+                           .order_by("section_id", "ordinal").values_list("section_id", "embedding")):
+            by_section.setdefault(pk, []).append(np.asarray(vector, dtype=np.float32))
+        for s in missing:
+            if s.pk in by_section:
+                cache[s.sha256] = np.stack(by_section[s.pk])
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(cache))
+        tmp.replace(path)
+    return computed

@@ -85,8 +85,9 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     django.setup()
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
-    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
+    from research.corpora import chunks_ensure_cached
     from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
@@ -112,7 +113,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
         # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
         # text against the best-covering section of the whole corpus (the rival evidence).
         with Progress("chunk embeddings", len(ids)) as bar:
-            chunks_ensure(tenant=tenant, section_ids=ids, on_batch=bar.step)
+            chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
         trail_of: dict[str, str] = {}
         with Progress("record trails", len(entries)) as bar:
             for e in entries:
@@ -162,9 +163,9 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
     django.setup()
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
-    from docingest.ingest import chunks_ensure, collect_sections, ingest_sections
+    from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
-    from research.corpora import CORPORA
+    from research.corpora import CORPORA, chunks_ensure_cached
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
@@ -184,7 +185,7 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
         with Progress("ingest sections", len(sections)) as bar:
             ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
         with Progress("chunk embeddings", len(ids)) as bar:
-            chunks_ensure(tenant=tenant, section_ids=ids, on_batch=bar.step)
+            chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
         items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
         caller = tenant_caller(tenant)
         trail_of = {}
