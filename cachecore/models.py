@@ -120,6 +120,9 @@ class SectionChunk(models.Model):
     """A sentence or short passage of a section with its embedding, for coverage."""
 
     section = models.ForeignKey(Section, on_delete=models.CASCADE, related_name="chunks")
+    # The section's tenant, kept on the chunk so that a search over one tenant's chunks filters
+    # inside the index scan (selectors/rivals.py).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     ordinal = models.PositiveIntegerField()
     # The section hash these chunks were computed from: stale chunks are never used.
     sha256 = models.CharField(max_length=64)
@@ -134,7 +137,9 @@ class SectionChunk(models.Model):
             models.UniqueConstraint(fields=["section", "ordinal"], name="chunk_unique_ordinal"),
         ]
         indexes = [
-            # The rival search of a large tenant (selectors/rivals.py); small ones scan exactly.
+            # A tenant's chunks (the exact rival search of a small tenant, selectors/rivals.py).
+            models.Index(fields=["tenant", "embedding_model"], name="chunk_tenant_model"),
+            # The rival search of a large tenant, filtered by tenant inside the scan.
             HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"]),
         ]

@@ -132,15 +132,15 @@ def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=Non
     path = cache_dir / f"chunks-{model.replace('/', '_').replace('@', '-')}.pkl"
     cache: dict[str, object] = pickle.loads(path.read_bytes()) if path.is_file() else {}
     pending = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids, chunks_ready=False)
-                   .exclude(text=None).only("pk", "text", "sha256"))
+                   .exclude(text=None).only("pk", "tenant_id", "text", "sha256"))
     hits = [s for s in pending if s.sha256 in cache]
     with transaction.atomic():
         rows = []
         for s in hits:
             vectors = cache[s.sha256]
             for ordinal, (chunk, vector) in enumerate(zip(split_chunks(s.text), vectors, strict=True)):
-                rows.append(SectionChunk(section=s, ordinal=ordinal, sha256=s.sha256, text=chunk, embedding=vector,
-                                         embedding_model=model))
+                rows.append(SectionChunk(section=s, tenant_id=s.tenant_id, ordinal=ordinal, sha256=s.sha256,
+                                         text=chunk, embedding=vector, embedding_model=model))
         SectionChunk.objects.bulk_create(rows, batch_size=1000)
         Section.objects.filter(pk__in=[s.pk for s in hits]).update(chunks_ready=True)
     if on_batch and hits:

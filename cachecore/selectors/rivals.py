@@ -28,7 +28,7 @@ SECTION_ROUTE = 3
 RIVAL_CHUNKS = 64
 # Tenants with at most this many chunks are scanned exactly (through the sections' tenant
 # index); larger ones go through the chunks' HNSW index with iterative scan.
-EXACT_MAX_CHUNKS = 6000
+EXACT_MAX_CHUNKS = 2000
 _HNSW_EF_SEARCH = 100
 
 # tenant → (chunks, counted up to EXACT_MAX_CHUNKS + 1; valid until), least recently used first.
@@ -50,8 +50,7 @@ def _tenant_chunks(tenant_pk: object) -> int:
             return cached[0]
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM cachecore_section s JOIN cachecore_sectionchunk ch "
-            "ON ch.section_id = s.id WHERE s.tenant_id = %s LIMIT %s) c",
+            "SELECT count(*) FROM (SELECT 1 FROM cachecore_sectionchunk WHERE tenant_id = %s LIMIT %s) c",
             [tenant_pk, EXACT_MAX_CHUNKS + 1],
         )
         size = int(cur.fetchone()[0])
@@ -87,16 +86,20 @@ def covering(
     tenant_pk = caller.tenant.pk
     vector = vector_literal(embedding)
     visible = entries_admit_scope_sql("s.scopes", "%(scope)s::text", "%(tenant_wide)s::boolean")
-    chunks = (
-        "SELECT s.external_id, ch.embedding <=> %(vector)s::vector AS distance"
-        " FROM cachecore_sectionchunk ch JOIN cachecore_section s"
-        " ON s.id = ch.section_id AND ch.sha256 = s.sha256"
-        f" WHERE ch.embedding_model = %(model)s AND s.tenant_id = %(tenant)s AND {visible}"
-    )
+    own = "ch.tenant_id = %(tenant)s AND ch.embedding_model = %(model)s"
+    current = f"JOIN cachecore_section s ON s.id = c.section_id AND s.sha256 = c.sha256 WHERE {visible}"
     exact = _tenant_chunks(tenant_pk) <= exact_max_chunks
-    # Exact: the fenced subquery (OFFSET 0) keeps the planner off the global HNSW index, which
-    # would visit other tenants' chunks first. HNSW: the nearest chunks, then their sections.
-    ranked = f"({chunks} OFFSET 0)" if exact else f"({chunks} ORDER BY distance LIMIT %(chunks)s)"
+    if exact:
+        # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index: a small tenant's
+        # chunks through the (tenant, model) index, every distance computed once.
+        ranked = ("(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, ch.embedding <=> "
+                  f"%(vector)s::vector AS distance FROM cachecore_sectionchunk ch WHERE {own} OFFSET 0) c {current})")
+    else:
+        # The nearest chunks of the tenant through the HNSW index (iterative scan: the tenant's
+        # filter is applied inside the scan), then their sections' current hash and scopes.
+        ranked = ("(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, ch.embedding <=> "
+                  f"%(vector)s::vector AS distance FROM cachecore_sectionchunk ch WHERE {own} "
+                  f"ORDER BY distance LIMIT %(chunks)s) c {current})")
     sql = (
         f"WITH best AS MATERIALIZED (SELECT external_id, 1 - min(distance) AS cos FROM {ranked} b "
         "GROUP BY external_id ORDER BY cos DESC LIMIT %(limit)s), "
@@ -118,8 +121,10 @@ def covering(
             cur.execute(sql, params)
         else:
             # One round trip: the settings and the query travel together (client-side binding).
+            # Sorts off: the planner's estimate of a tenant's share of the chunks must not turn
+            # the scan into a sort of every chunk of the tenant.
             cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                        + sql, params)
+                        "SET LOCAL enable_sort = off; " + sql, params)
             while cur.description is None and cur.nextset():
                 pass
         rows = cur.fetchall()

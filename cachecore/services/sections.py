@@ -283,7 +283,7 @@ def section_chunks_job_run(job: Job) -> dict[str, int]:
 def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
     """(Re)compute chunk embeddings of the given sections from their current text.
     Idempotent; sections gone or without text are skipped. Returns chunks written."""
-    sections = list(Section.objects.filter(pk__in=section_pks).only("pk", "text", "sha256"))
+    sections = list(Section.objects.filter(pk__in=section_pks).only("pk", "tenant_id", "text", "sha256"))
     pending: list[tuple[Section, list[str]]] = [
         (s, split_chunks(s.text)) for s in sections if s.text
     ]
@@ -294,7 +294,8 @@ def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
     i = 0
     for section, chunks in pending:
         for ordinal, chunk in enumerate(chunks):
-            rows.append(SectionChunk(section=section, ordinal=ordinal, sha256=section.sha256, text=chunk,
+            rows.append(SectionChunk(section=section, tenant_id=section.tenant_id, ordinal=ordinal,
+                                     sha256=section.sha256, text=chunk,
                                      embedding=vectors[i], embedding_model=embedder.version))
             i += 1
     with transaction.atomic():
