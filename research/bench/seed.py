@@ -227,13 +227,13 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
             for pk, tenant_id, ext_id in conn.execute("SELECT id, tenant_id, external_id FROM cachecore_section"):
                 section_pk[(tenant_id, ext_id)] = pk
             product_of = {t.pk: p for t, p in zip(tenants, products)}
-            with cur.copy("COPY cachecore_sectionchunk (section_id, ordinal, sha256, text, embedding, embedding_model) "
-                          "FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "int4", "varchar", "text", "vector", "varchar"])
+            with cur.copy("COPY cachecore_sectionchunk (section_id, tenant_id, ordinal, sha256, text, embedding, "
+                          "embedding_model) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "uuid", "int4", "varchar", "text", "vector", "varchar"])
                 for (tenant_id, ext_id), pk in section_pk.items():
                     text = texts_by_product[product_of[tenant_id]][ext_id]
                     for ordinal, chunk in enumerate(chunks[text]):
-                        copy.write_row([pk, ordinal, hashes[text], chunk, chunk_vectors[chunk], model])
+                        copy.write_row([pk, tenant_id, ordinal, hashes[text], chunk, chunk_vectors[chunk], model])
 
             trail_cols = ("id, tenant_id, scope, query, query_normalised, embedding, steps, status, signal_source, "
                           "signal_accepted, subject, hits, positive_feedback, negative_feedback, created_at, "
