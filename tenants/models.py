@@ -22,10 +22,10 @@ class AdmissionPolicy(models.TextChoices):
 # test_calibration.py). The first-stage cosine floor and the confidence bands come with the
 # calibrated match scorer (cachecore/engine/match_scorer.json, chosen on the calibration split
 # by research/match_calibration.py; tests/cachecore/test_match_scorer.py keeps them equal).
-DEFAULT_SIMILARITY_THRESHOLD = 0.32
+DEFAULT_SIMILARITY_THRESHOLD = 0.3
 DEFAULT_COVERAGE_FLOOR = 0.32
-DEFAULT_PREFETCH_CONFIDENCE = 0.87
-DEFAULT_HINT_CONFIDENCE = 0.13
+DEFAULT_PREFETCH_CONFIDENCE = 0.88
+DEFAULT_HINT_CONFIDENCE = 0.17
 
 
 class MatchMode(models.TextChoices):
