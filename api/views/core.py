@@ -177,9 +177,10 @@ class StatsView(TenantAPIView):
     def get(self, request: Request) -> Response:
         scope = request.query_params.get("scope")
         stats = stats_for_tenant(caller=self.caller, scope=scope or None)
-        if not scope and not self.caller.scope_limited:  # the operating point is tenant-wide
-            stats["calibration"] = calibration.suggestion_as_dict(
-                calibration.operating_point(tenant=self.tenant), tenant=self.tenant)
+        # The operating point covers the whole tenant: without a scope, for tenant-wide keys.
+        summary = None if scope else calibration.operating_point_summary(caller=self.caller)
+        if summary is not None:
+            stats["calibration"] = summary
         return Response(stats)
 
 

@@ -7,6 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from cachecore.models import RecallEvent, Trail
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditAction, AuditEntry
 from tenants.services import api_key_revoke
 
@@ -70,7 +71,7 @@ def test_every_endpoint_answers_401_without_a_valid_key(method, url, body, heade
 def test_revoked_key_is_refused(caller):
     key = ApiKey.objects.get(tenant=caller.tenant)
     assert caller.get("/api/v1/stats").status_code == 200
-    api_key_revoke(key=key, actor_label="test")
+    api_key_revoke(caller=tenant_caller(key.tenant, actor_label="test"), key_id=key.pk)
     assert caller.get("/api/v1/stats").status_code == 401
 
 

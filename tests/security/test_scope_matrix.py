@@ -15,6 +15,7 @@ import pytest
 from django.test import Client
 
 from cachecore.models import Citation, Job, JobKind, RecallEvent, Section, Trail
+from tenants.caller import tenant_caller
 from tenants.models import AuditEntry, Role, Tenant, all_key_permissions
 from tenants.services import api_key_create, operator_create
 from tests.conftest import ApiCaller
@@ -244,7 +245,7 @@ def test_a_key_without_the_permission_is_refused_by_the_service_too(world):
     from tenants.caller import caller_for_key
     from tenants.models import ApiKey
 
-    key, _ = api_key_create(tenant=world.tenant, name="reader", permissions=["recall", "sections:read"])
+    key, _ = api_key_create(caller=tenant_caller(world.tenant), name="reader", permissions=["recall", "sections:read"])
     before = snapshot(world.tenant)
     with pytest.raises(PermissionMissing):
         sections_upsert(caller=caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk)),

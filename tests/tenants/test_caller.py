@@ -29,7 +29,7 @@ def test_the_scope_prefix_rule():
 
 def test_callers_from_a_key_and_from_an_operator(make_tenant):
     tenant = make_tenant()
-    key, _ = api_key_create(tenant=tenant, name="k", scope_prefixes=["p:"], permissions=["recall"])
+    key, _ = api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=["p:"], permissions=["recall"])
     caller = caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk))
     assert caller.tenant == tenant and caller.scope_prefixes == ("p:",) and caller.permissions == {"recall"}
     assert caller.actor_label == f"apikey:tc_{key.prefix}" and not caller.is_superuser and caller.key.pk == key.pk

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tenants.caller import tenant_caller
 from tenants.models import DEFAULT_KEY_PERMISSIONS, KeyPermission, Tenant
 from tenants.services import api_key_create, tenant_create
 
@@ -35,8 +36,8 @@ class Command(BaseCommand):
         scopes = [p.strip() for p in options["scopes"].split(",") if p.strip()]
         permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()] or None
         try:
-            key, raw = api_key_create(tenant=tenant, name=options["name"], scope_prefixes=scopes,
-                                      permissions=permissions, actor_label="cli:create_api_key")
+            key, raw = api_key_create(caller=tenant_caller(tenant, actor_label="cli:create_api_key"),
+                                      name=options["name"], scope_prefixes=scopes, permissions=permissions)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if permissions is None:
