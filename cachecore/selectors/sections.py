@@ -28,11 +28,22 @@ def section_get(*, caller: Caller, section_id: str) -> Section:
         raise NotFound("section not found") from exc
 
 
-def sections_current_hashes(*, caller: Caller, section_ids: list[str]) -> dict[str, str]:
+def sections_current_hashes(*, caller: Caller, section_ids: list[str], lock: bool = False) -> dict[str, str]:
     """The current hash of each of ``section_ids`` the caller sees (the others are absent, as
-    ids that do not exist)."""
-    rows = Section.objects.visible_to(caller).filter(external_id__in=section_ids).values_list("external_id", "sha256")
-    return dict(rows)
+    ids that do not exist). ``lock``: the rows are read ``FOR SHARE`` (in id order), inside the
+    caller's transaction: until it ends no upsert, rescope or delete changes them, and one that
+    committed while this waited is seen (a row deleted, or rescoped out of the caller's sight,
+    is absent)."""
+    rows = (Section.objects.visible_to(caller).filter(external_id__in=section_ids).order_by("external_id")
+            .values_list("external_id", "sha256"))
+    if not lock:
+        return dict(rows)
+    if not connection.in_atomic_block:
+        raise RuntimeError("sections_current_hashes(lock=True) belongs inside the writing transaction")
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(f"{sql} FOR SHARE", params)
+        return dict(cur.fetchall())
 
 
 def sections_search(*, caller: Caller, q: str = "", scope: str = "", cited_by: bool = False) -> QuerySet[Section]:
