@@ -12,7 +12,7 @@ from adminui.access import console_view
 from adminui.forms import ApiKeyCreateForm, ApiKeyPermissionsForm
 from adminui.rendering import console_render
 from tenants import selectors, services
-from tenants.models import KeyPermission
+from tenants.models import LIMITED_SECTIONS_WRITE_NOTE, ApiKey, KeyPermission
 
 
 def _page(request: HttpRequest, form: ApiKeyCreateForm, *, new_key: str = "", status: int = 200) -> HttpResponse:
@@ -20,6 +20,11 @@ def _page(request: HttpRequest, form: ApiKeyCreateForm, *, new_key: str = "", st
     return console_render(request, "adminui/apikeys/list.html",
                           {"form": form, "keys": keys, "new_key": new_key, "permission_choices": KeyPermission.choices},
                           status=status)
+
+
+def _warn_limited_writer(request: HttpRequest, key: ApiKey) -> None:
+    if key.scope_prefixes and KeyPermission.SECTIONS_WRITE in key.permissions:
+        messages.warning(request, f"“{key.name}”: {LIMITED_SECTIONS_WRITE_NOTE}")
 
 
 @console_view("apikeys.manage", methods=("GET", "HEAD", "POST"))
@@ -34,6 +39,7 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         scope_prefixes=form.cleaned_data["scope_prefixes"], permissions=form.cleaned_data["permissions"],
     )
     messages.success(request, f"Created key “{key.name}”. Copy it now: it is not shown again.")
+    _warn_limited_writer(request, key)
     response = _page(request, ApiKeyCreateForm(), new_key=raw, status=201)
     response["Cache-Control"] = "no-store"
     return response
@@ -53,6 +59,7 @@ def api_key_permissions(request: HttpRequest, key_id: str) -> HttpResponse:
     if change.changed:
         messages.success(request, f"Permissions of “{change.key.name}” saved: "
                                   f"{', '.join(form.cleaned_data['permissions'])}.")
+        _warn_limited_writer(request, change.key)
     else:
         messages.info(request, f"“{change.key.name}”: nothing changed.")
     return HttpResponseRedirect(f"{reverse('adminui:apikeys')}?tenant={request.access.tenant.slug}")

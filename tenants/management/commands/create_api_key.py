@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tenants.caller import tenant_caller
-from tenants.models import DEFAULT_KEY_PERMISSIONS, KeyPermission, Tenant
+from tenants.models import DEFAULT_KEY_PERMISSIONS, LIMITED_SECTIONS_WRITE_NOTE, KeyPermission, Tenant
 from tenants.services import api_key_create, tenant_create
 
 
@@ -22,7 +22,8 @@ class Command(BaseCommand):
                             help="comma-separated scope prefixes the key is limited to, each ending in ':' or '/'")
         parser.add_argument("--permissions", default="",
                             help=f"comma-separated permissions ({', '.join(KeyPermission.values)}); default "
-                            f"(least privilege): {', '.join(DEFAULT_KEY_PERMISSIONS)}")
+                            f"(least privilege): {', '.join(DEFAULT_KEY_PERMISSIONS)}. "
+                            + LIMITED_SECTIONS_WRITE_NOTE.replace("%", "%%"))
         parser.add_argument("--name", default="cli", help="a name for the key")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -43,6 +44,8 @@ class Command(BaseCommand):
         if permissions is None:
             self.stderr.write(f"no --permissions given: the key gets the least-privilege default "
                               f"({', '.join(key.permissions)}); pass --permissions for more")
+        if key.scope_prefixes and KeyPermission.SECTIONS_WRITE in key.permissions:
+            self.stderr.write(f"note: {LIMITED_SECTIONS_WRITE_NOTE}")
         self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}; "
                           f"permissions: {', '.join(key.permissions)}):")
         self.stdout.write(raw)
