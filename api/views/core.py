@@ -63,7 +63,11 @@ class SectionsView(TenantAPIView):
     key_permission = KeyPermission.SECTIONS_WRITE
 
     @extend_schema(request=s.SectionsUpsertSerializer, responses=s.SectionsUpsertResultSerializer,
-                   summary="Upsert sections (server hashes the text)")
+                   summary="Upsert sections (server hashes the text)",
+                   description="Each section may carry `scopes` (the scope prefixes that may see it). A key "
+                   "limited to scope prefixes writes only sections entirely within them: an id that exists "
+                   "outside them is refused with 403 `scope_forbidden` and nothing is written, where a new "
+                   "id would be created (docs/scopes.md, \"A decision\").")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
         try:

@@ -209,3 +209,17 @@ def test_schema_and_docs_and_health_are_served():
     assert client.get("/api/v1/docs/").status_code == 200
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json()["database"]["status"] == "ok"
+
+
+@pytest.mark.django_db
+def test_the_schema_shows_scopes_on_sections():
+    """The contract shows sections' scopes: on the upsert item, on GET /sections/{id}, and what an
+    upsert tells a scope-limited key (docs/scopes.md)."""
+    schema = json.loads(APIClient().get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
+    components = schema["components"]["schemas"]
+    assert components["SectionIn"]["properties"]["scopes"]["type"] == "array"
+    assert "every scope" in components["SectionIn"]["properties"]["scopes"]["description"]
+    assert components["SectionOut"]["properties"]["scopes"]["type"] == "array"
+    assert "scopes" not in components["SectionOut"]["required"]  # shown to tenant-wide keys only
+    upsert = schema["paths"]["/api/v1/sections"]["put"]
+    assert "403 `scope_forbidden`" in upsert["description"]
