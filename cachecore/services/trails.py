@@ -19,6 +19,7 @@ from cachecore.engine.boundary import (
     learns_negative,
     negative_bar,
 )
+from cachecore.engine.outcome import SectionState, section_state
 from cachecore.engine.text import normalise_query
 from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
@@ -56,8 +57,9 @@ def trail_record(
     ``recall_id`` the caller cannot see → InvalidInput, as one that never was (read once, locked
     for the label it gets). Nothing is written then. The cited sections found here are read
     again ``FOR SHARE`` in the write's transaction, and that read decides: one deleted or rescoped
-    out of the caller's sight meanwhile is unknown, and one deleted or changed after the lock waits
-    for this trail and then invalidates it like any other."""
+    out of the caller's sight meanwhile is unknown; one rewritten meanwhile keeps the hash read
+    first (the trail is stale when none is valid); one deleted or changed after the lock waits for
+    this trail and then invalidates it like any other."""
     require_permission(caller, KeyPermission.RECORD)
     require_scope(caller, scope)
     tenant = caller.tenant
@@ -91,7 +93,13 @@ def trail_record(
             gone = [sid for sid in local if sid not in locked]
             if gone:
                 raise UnknownSections(gone)
-            hashes.update(locked)
+            # A section rewritten meanwhile keeps the hash read first (what the agent read, as far
+            # as we know); when no cited section is valid any more the trail is born stale, as the
+            # rewrite's invalidation would have made it, had the trail existed.
+            if any(locked[sid] != hashes[sid] for sid in local) and not any(
+                    section_state(recorded_hash=hashes[sid], current_hash=locked.get(sid, hashes[sid]))
+                    == SectionState.VALID for sid in cited):
+                status = TrailStatus.STALE
         recall_event = None
         if recall_id is not None:
             try:

@@ -1,7 +1,8 @@
 """A record's check of its cited sections and its write are one (issue 21): the cited rows are
 read again ``FOR SHARE`` in the record's transaction. A delete or a rescope that holds the row
-first is waited for and then seen (the id is unknown: 422, nothing written); one that comes
-after the record's lock waits for the trail and then invalidates it. Each test orders the two
+first is waited for and then seen (the id is unknown: 422, nothing written; a rewrite leaves the
+hash read first and a stale trail); one that comes after the record's lock waits for the trail and
+then invalidates it. Each test orders the two
 transactions with a second connection held open, and waits for the blocked one by bounded
 retries on ``pg_stat_activity`` (no wall-clock limits)."""
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
+from cachecore.engine.text import content_hash
 from cachecore.errors import UnknownSections
 from cachecore.models import Citation, Section, Trail, TrailStatus
 from cachecore.services.sections import section_delete, sections_upsert
@@ -105,6 +107,27 @@ def test_a_change_that_locks_the_cited_section_first_is_seen_by_the_record(make_
     assert recorded["error"].extra["unknown_ids"] == ["pub#1"]
     assert not Trail.objects.filter(tenant=tenant).exists()
     assert not Citation.objects.filter(tenant=tenant).exists()
+
+
+def test_a_rewrite_that_locks_the_cited_section_first_leaves_a_stale_trail_with_the_hash_read_first(make_tenant):
+    tenant = make_tenant()
+    sections_upsert(caller=tenant_caller(tenant), sections=[{"id": "pub#1", "text": TEXT, "scopes": ["public:"]}])
+    limited = _limited(tenant)
+    hold, holding = threading.Event(), threading.Event()
+    rewriter, rewritten = _in_thread(lambda: sections_upsert(caller=tenant_caller(tenant), sections=[
+        {"id": "pub#1", "text": "Public: the opening hours are ten to four."}]), hold=hold, holding=holding)
+    assert holding.wait(60), rewritten
+    recorder, recorded = _in_thread(lambda: _record(limited))
+    try:
+        _wait_until_blocked_on_a_lock()
+    finally:
+        hold.set()
+        rewriter.join(60)
+        recorder.join(60)
+    assert "error" not in rewritten and "error" not in recorded, (rewritten, recorded)
+    trail = Trail.objects.get(pk=recorded["result"].pk)
+    assert trail.status == TrailStatus.STALE  # its one cited section changed before it existed
+    assert Citation.objects.get(trail=trail).recorded_hash == content_hash(TEXT)
 
 
 def test_a_delete_after_the_records_lock_waits_and_then_invalidates_the_trail(make_tenant):
