@@ -1,5 +1,5 @@
 """The one gate every console page and action goes through: login, tenant from
-``?tenant=<slug>``, the role's capability (tenants.selectors.CAPABILITIES), the HTTP
+``?tenant=<slug>``, the role's capability (tenants.capabilities.CAPABILITIES), the HTTP
 method, and ``Vary: HX-Request``. It builds the request's ``Caller`` (``request.caller``,
 tenants.caller) that views read through, and answers a domain error (cachecore.errors) with the
 status its class names, as the API does (api.exceptions): views never translate them by hand.

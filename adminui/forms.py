@@ -9,7 +9,14 @@ from django.db import models
 from django.forms.models import fields_for_model
 
 from cachecore.selectors.trail_filters import date_in_range
-from tenants.models import DEFAULT_KEY_PERMISSIONS, AuditAction, KeyPermission, Tenant, default_key_permissions
+from tenants.models import (
+    DEFAULT_KEY_PERMISSIONS,
+    LIMITED_SECTIONS_WRITE_NOTE,
+    AuditAction,
+    KeyPermission,
+    Tenant,
+    default_key_permissions,
+)
 from tenants.scopes import scope_prefix_problem
 from tenants.services import SETTINGS_FIELDS
 from tenants.settings_diff import SECRET_SETTINGS
@@ -91,7 +98,8 @@ class ApiKeyCreateForm(forms.Form):
         widget=forms.SelectMultiple(attrs={"class": "input", "size": len(KeyPermission.values)}),
         help_text="What the key may do. Least privilege by default: "
         f"{', '.join(DEFAULT_KEY_PERMISSIONS)} (no section writes, exports or erasure). Ctrl/⌘-click to "
-        "change the selection; a form posted without this list (a script, say) gets that default.",
+        "change the selection; a form posted without this list (a script, say) gets that default. "
+        + LIMITED_SECTIONS_WRITE_NOTE,
     )
     # Rendered by the page: tells "nothing ticked" apart from "no list sent" (→ the default).
     permissions_shown = forms.BooleanField(required=False, widget=forms.HiddenInput, initial=True)

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from cachecore.selectors.stats import capped_count
-from tenants.selectors import CAPABILITIES, role_can
+from tenants.capabilities import CAPABILITIES, role_can
 
 PER_PAGE = 50
 COUNT_CAP = 10_000

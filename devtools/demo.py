@@ -189,7 +189,8 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     rng = random.Random(7)
     if tenant.coverage_floor == DEFAULT_COVERAGE_FLOOR:
         # A stricter floor than the default: thinly covered prefetches become escalated hints.
-        tenant_settings_update(tenant=tenant, changes={"coverage_floor": DEMO_COVERAGE_FLOOR}, actor_label=DEMO_ACTOR)
+        tenant_settings_update(caller=tenant_caller(tenant, actor_label=DEMO_ACTOR),
+                               changes={"coverage_floor": DEMO_COVERAGE_FLOOR})
     sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
     trails: dict[str, Trail] = {}
     for i, demo in enumerate(TRAILS):

@@ -124,9 +124,10 @@ class RestTransport:
     def __init__(self, tenant: Any) -> None:
         from django.test import Client
 
+        from tenants.caller import tenant_caller
         from tenants.services import api_key_create
 
-        _, raw = api_key_create(tenant=tenant, name="replay")
+        _, raw = api_key_create(caller=tenant_caller(tenant, actor_label=ACTOR), name="replay")
         self.client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
 
     def _post(self, url: str, body: dict[str, Any], expect: int) -> dict[str, Any]:
@@ -180,6 +181,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
     from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
     from research.corpora import chunks_ensure_cached
+    from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
@@ -199,6 +201,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         tenant.hint_confidence = min(tenant.hint_confidence, start_prefetch)
         tenant.full_clean()
         tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    as_tenant = tenant_caller(tenant, actor_label=ACTOR)  # operating_point_apply, as auto_calibrate does
     defaults = {"prefetch_confidence": tenant.prefetch_confidence, "hint_confidence": tenant.hint_confidence,
                 "similarity_threshold": tenant.similarity_threshold,
                 "target_false_prefetch": tenant.target_false_prefetch}
@@ -282,8 +285,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     label(close.question, res.recall_id, close.answered_by_source, i)
                     bar.step()
             tenant.refresh_from_db()
-            suggestion = suggestion_as_dict(operating_point(tenant=tenant), tenant=tenant)
-            applied = operating_point_apply(tenant=tenant, actor_label=ACTOR, automatic=True)
+            suggestion = suggestion_as_dict(operating_point(caller=as_tenant), tenant=tenant)
+            applied = operating_point_apply(caller=as_tenant, automatic=True)
             tenant.refresh_from_db()
             row = {"round": r, "prefetch_cut_before": cut_before, "prefetch_cut_after": tenant.prefetch_confidence,
                    "hint_confidence_after": tenant.hint_confidence, "applied": applied is not None,

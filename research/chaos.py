@@ -307,8 +307,9 @@ class Stack:
         out = self.manage("shell", code=(
             "from django.contrib.auth import get_user_model; from django.test import Client; "
             "from tenants.models import all_key_permissions; "
-            "from tenants.services import api_key_create, tenant_create; "
-            "t = tenant_create(slug='chaos'); _, raw = api_key_create(tenant=t, name='chaos', scope_prefixes=[], "
+            "from tenants.caller import tenant_caller; from tenants.services import api_key_create, tenant_create; "
+            "t = tenant_create(slug='chaos'); "
+            "_, raw = api_key_create(caller=tenant_caller(t), name='chaos', scope_prefixes=[], "
             "permissions=all_key_permissions()); "
             "u = get_user_model().objects.create_superuser('chaos', 'chaos@example.com', 'chaos-pass-123456'); "
             "c = Client(); c.force_login(u); print(raw); print(c.cookies['sessionid'].value)"))
@@ -681,11 +682,11 @@ def scenario_resolver(chaos: Stack, *, duration_s: float, threads: int, timeout_
     server = StallingResolver(remote)
     try:
         out = chaos.manage("shell", code=(
-            "from tenants.services import api_key_create, tenant_create; "
+            "from tenants.caller import tenant_caller; from tenants.services import api_key_create, tenant_create; "
             f"t = tenant_create(slug='stalled-{uuid.uuid4().hex[:6]}'); "
             f"t.resolver_url = {server.url!r}; t.resolver_secret = 'chaos-resolver-secret'; "
             f"t.resolver_timeout_ms = {timeout_ms}; t.full_clean(); t.save(); "
-            "_, raw = api_key_create(tenant=t, name='chaos', scope_prefixes=[]); print(raw)"))
+            "_, raw = api_key_create(caller=tenant_caller(t), name='chaos', scope_prefixes=[]); print(raw)"))
         stalled_key = out.strip().splitlines()[-1]
         setup = Http(chaos.web_port, key=stalled_key)
         for n, doc in enumerate(remote):

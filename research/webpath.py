@@ -93,7 +93,7 @@ def seed(trails: int = 200) -> tuple[object, str]:
             trail_record(caller=tenant_caller(tenant), scope="web", query=question(i), cited=cited,
                          steps=[{"tool": "search", "args": {"q": question(i)}, "returned": cited}],
                          signal={"source": "caller", "accepted": True})
-    _, raw = api_key_create(tenant=tenant, name="webpath", permissions=all_key_permissions())
+    _, raw = api_key_create(caller=tenant_caller(tenant), name="webpath", permissions=all_key_permissions())
     return tenant, raw
 
 

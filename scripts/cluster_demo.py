@@ -127,12 +127,13 @@ def wait_until(what: str, ready, cluster: Cluster, timeout: float = 60.0) -> Non
 SETUP_CODE = """
 import json, secrets, django
 django.setup()
+from tenants.caller import tenant_caller
 from tenants.models import all_key_permissions
 from tenants.services import api_key_create, tenant_create
 out = []
 for i in range(2):
     tenant = tenant_create(slug=f"cluster-{secrets.token_hex(4)}-{i}")
-    _, raw = api_key_create(tenant=tenant, name="cluster-demo", permissions=all_key_permissions())
+    _, raw = api_key_create(caller=tenant_caller(tenant), name="cluster-demo", permissions=all_key_permissions())
     out.append({"tenant_id": str(tenant.pk), "slug": tenant.slug, "key": raw})
 print(json.dumps(out))
 """

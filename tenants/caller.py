@@ -13,9 +13,9 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
+from tenants.capabilities import CAPABILITIES, SUPERUSER, role_can
 from tenants.models import ApiKey, Tenant
 from tenants.scopes import scope_allowed, scope_q
-from tenants.selectors import CAPABILITIES, SUPERUSER, role_can
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Caller:
         return permission in self.permissions
 
     def can(self, capability: str) -> bool:
-        """An operator's console capability (``tenants.selectors.CAPABILITIES``)."""
+        """An operator's console capability (``tenants.capabilities.CAPABILITIES``)."""
         return self.has(capability)
 
 
@@ -65,6 +65,24 @@ def require_superuser(caller: Caller) -> None:
         raise SuperuserRequired("reads across every tenant are for superusers only")
 
 
+class CapabilityMissing(PermissionDenied):
+    """Administration of a tenant (settings, the operating point, API keys, the audit log) asked
+    by a caller without the console capability for it (403)."""
+
+
+def require_capability(caller: Caller, capability: str) -> None:
+    """Administration of the whole tenant, named by a console capability
+    (``tenants.capabilities.CAPABILITIES``): an operator needs it in their role (as the console gate
+    asks); an API key never has one (its permissions are ``KeyPermission``s, none of which
+    administers the tenant, and a scope-limited caller may not act for the whole tenant); the
+    tenant's own work (``tenant_caller``: jobs, beat tasks, the CLI) may. CapabilityMissing else."""
+    if caller.key is not None or caller.scope_limited:
+        raise CapabilityMissing(f"administering the tenant ({capability}) is for the console's operators, "
+                                "not API keys")
+    if caller.role and not caller.can(capability):
+        raise CapabilityMissing(f"the {caller.role} role may not do this ({capability})")
+
+
 def caller_for_key(key: ApiKey) -> Caller:
     """The caller behind an API key: its tenant, scope prefixes and permissions."""
     return Caller(tenant=key.tenant, scope_prefixes=tuple(key.scope_prefixes),
@@ -73,7 +91,7 @@ def caller_for_key(key: ApiKey) -> Caller:
 
 def caller_for_operator(*, user: Any, tenant: Tenant, role: str, tenants: tuple[Tenant, ...] = ()) -> Caller:
     """A console operator in one tenant: every scope of it; permissions are the role's
-    capabilities (``tenants.selectors.CAPABILITIES``), all of them for a superuser; ``tenants``
+    capabilities (``tenants.capabilities.CAPABILITIES``), all of them for a superuser; ``tenants``
     those they may switch to."""
     return Caller(tenant=tenant, permissions=frozenset(c for c in CAPABILITIES if role_can(role, c)),
                   actor_label=f"operator:{user.email or user.username}", is_superuser=role == SUPERUSER, user=user,

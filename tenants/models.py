@@ -212,6 +212,15 @@ DEFAULT_KEY_PERMISSIONS = (KeyPermission.RECALL, KeyPermission.RECORD, KeyPermis
                            KeyPermission.SECTIONS_READ)
 
 
+# The one thing sections:write lets a scope-limited key learn (docs/scopes.md, "A decision"): said by
+# the console's key form and the CLI wherever such a key is made.
+LIMITED_SECTIONS_WRITE_NOTE = (
+    "sections:write on a key limited to scope prefixes lets it learn whether a section id exists outside "
+    "its scopes: an upsert of such an id is refused (403 scope_forbidden, never its text, hash or scopes) "
+    "where an id that does not exist would be created. Give it to a limited key only where that is acceptable."
+)
+
+
 def default_key_permissions() -> list[str]:
     """A new key's permissions unless chosen otherwise (``DEFAULT_KEY_PERMISSIONS``)."""
     return [str(p) for p in DEFAULT_KEY_PERMISSIONS]

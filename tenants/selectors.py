@@ -8,27 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.db.models import QuerySet
 from django.http import Http404
 
-from tenants.models import ApiKey, AuditEntry, Membership, Role, Tenant
-
-SUPERUSER = "superuser"
-
-# capability → roles that hold it. A capability missing here is held by nobody but superusers.
-CAPABILITIES: dict[str, frozenset[str]] = {
-    "dashboard.view": frozenset({Role.SUPPORT, Role.ADMIN, Role.COMPLIANCE}),
-    "trails.view": frozenset({Role.SUPPORT, Role.ADMIN, Role.COMPLIANCE}),
-    "trails.manage": frozenset({Role.SUPPORT, Role.ADMIN}),
-    "sections.view": frozenset({Role.SUPPORT, Role.ADMIN}),
-    "settings.manage": frozenset({Role.ADMIN}),
-    "apikeys.manage": frozenset({Role.ADMIN}),
-    "audit.view": frozenset({Role.COMPLIANCE, Role.ADMIN}),
-    "exports.manage": frozenset({Role.COMPLIANCE, Role.ADMIN}),
-    "subjects.erase": frozenset({Role.COMPLIANCE}),
-}
+from tenants.caller import Caller, require_capability
+from tenants.capabilities import SUPERUSER, role_can
+from tenants.models import ApiKey, AuditEntry, Membership, Tenant
 
 
 @dataclass(frozen=True)
@@ -41,12 +28,6 @@ class Access:
 
     def can(self, capability: str) -> bool:
         return role_can(self.role, capability)
-
-
-def role_can(role: str | None, capability: str) -> bool:
-    if role == SUPERUSER:
-        return True
-    return role is not None and role in CAPABILITIES.get(capability, frozenset())
 
 
 def operator_tenants(*, user: Any) -> list[tuple[Tenant, str]]:
@@ -111,23 +92,29 @@ def api_key_active_by_prefix(prefix: str) -> ApiKey | None:
     return key
 
 
-def api_keys_for_tenant(*, tenant: Tenant) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(tenant=tenant).order_by("revoked_at", "-created_at")
+def api_keys_for_tenant(*, caller: Caller) -> QuerySet[ApiKey]:
+    """The caller's tenant's keys, active first (``apikeys.manage``: ``require_capability``)."""
+    require_capability(caller, "apikeys.manage")
+    return ApiKey.objects.filter(tenant=caller.tenant).order_by("revoked_at", "-created_at")
 
 
-def api_key_get(*, tenant: Tenant, key_id: object) -> ApiKey:
+def api_key_get(*, caller: Caller, key_id: object) -> ApiKey:
+    """A key of the caller's tenant (``apikeys.manage``); another tenant's or none: Http404."""
+    require_capability(caller, "apikeys.manage")
     try:
-        return ApiKey.objects.select_related("tenant").get(tenant=tenant, pk=key_id)
-    except (ApiKey.DoesNotExist, ValueError, TypeError) as exc:
+        return ApiKey.objects.select_related("tenant").get(tenant=caller.tenant, pk=key_id)
+    except (ApiKey.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
         raise Http404("no such key") from exc
 
 
 def audit_entries_for_tenant(
-    *, tenant: Tenant, action: str | None = None, actor: str | None = None, target: str | None = None,
+    *, caller: Caller, action: str | None = None, actor: str | None = None, target: str | None = None,
     since: datetime | None = None, until: datetime | None = None,
 ) -> QuerySet[AuditEntry]:
-    """Newest first, through the (tenant, -created_at) index."""
-    entries = AuditEntry.objects.filter(tenant=tenant)
+    """The caller's tenant's audit log (``audit.view``: ``require_capability``), newest first,
+    through the (tenant, -created_at) index."""
+    require_capability(caller, "audit.view")
+    entries = AuditEntry.objects.filter(tenant=caller.tenant)
     if action:
         entries = entries.filter(action=action)
     if actor:

@@ -1,4 +1,6 @@
-"""Writes for tenants: creation, API keys, settings, memberships, the audit log."""
+"""Writes for tenants: creation, API keys, settings, memberships, the audit log. What acts for a
+caller takes ``caller: Caller`` and checks it (``tenants.caller.require_capability``); creating
+tenants and operators is the installation's own work (the CLI), for no tenant's caller."""
 
 from __future__ import annotations
 
@@ -6,13 +8,17 @@ import hashlib
 import hmac
 import re
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.http import Http404
 from django.utils import timezone
 
+from tenants.caller import Caller, require_capability
 from tenants.models import (
     ApiKey,
     AuditAction,
@@ -52,28 +58,30 @@ SETTINGS_FIELDS = (
 )
 
 
-def tenant_settings_update(*, tenant: Tenant, changes: dict[str, Any], actor_label: str, actor: Any = None) -> Tenant:
-    """Validate and save retention and matching settings; audit what changed (old → new).
-    Raises django ValidationError with per-field messages; nothing is saved then."""
+def tenant_settings_update(*, caller: Caller, changes: dict[str, Any]) -> Tenant:
+    """Validate and save the caller's tenant's retention and matching settings on the locked row;
+    audit what changed (old → new). Needs ``settings.manage`` (``require_capability``). Raises
+    django ValidationError with per-field messages; nothing is saved then. ``caller.tenant``
+    shows the saved values afterwards."""
+    require_capability(caller, "settings.manage")
     unknown = set(changes) - set(SETTINGS_FIELDS)
     if unknown:
         raise ValueError(f"not tenant settings: {sorted(unknown)}")
-    before = settings_snapshot(tenant, SETTINGS_FIELDS)
-    for field, value in changes.items():
-        setattr(tenant, field, value)
-    try:
-        tenant.full_clean()
-    except Exception:
-        tenant.refresh_from_db()
-        raise
-    after = settings_snapshot(tenant, SETTINGS_FIELDS)
-    changed = settings_changed(before, after)
-    details = settings_audit_details(before, after)  # a secret: "(changed)", never its values
-    if changed:
-        with transaction.atomic():
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=caller.tenant.pk)
+        before = settings_snapshot(tenant, SETTINGS_FIELDS)
+        for field, value in changes.items():
+            setattr(tenant, field, value)
+        tenant.full_clean()  # ValidationError: the transaction rolls back, nothing is saved
+        after = settings_snapshot(tenant, SETTINGS_FIELDS)
+        changed = settings_changed(before, after)
+        if changed:
             tenant.save(update_fields=changed)
-            audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.SETTINGS_CHANGE,
-                         target=", ".join(changed), details=details)
+            audit_record(tenant=tenant, actor=caller.user, actor_label=caller.actor_label,
+                         action=AuditAction.SETTINGS_CHANGE, target=", ".join(changed),
+                         details=settings_audit_details(before, after))  # a secret: "(changed)", never its values
+    for field in SETTINGS_FIELDS:
+        setattr(caller.tenant, field, getattr(tenant, field))
     return tenant
 
 
@@ -100,13 +108,15 @@ def key_permissions_clean(permissions: Any) -> list[str]:
 
 
 def api_key_create(
-    *, tenant: Tenant, name: str, scope_prefixes: list[str] | None = None, permissions: Any = None,
-    actor_label: str = "system", actor: Any = None,
+    *, caller: Caller, name: str, scope_prefixes: list[str] | None = None, permissions: Any = None,
 ) -> tuple[ApiKey, str]:
-    """A new key; returns (row, the raw key). The raw key is never stored: show it once.
-    ``permissions``: None gives the least-privilege default (``DEFAULT_KEY_PERMISSIONS``: recall,
-    record, feedback, sections:read); else exactly those given. Every scope prefix must end in
-    ``:`` or ``/`` (``tenants.scopes.scope_prefix_problem``): ValueError otherwise."""
+    """A new key of the caller's tenant; returns (row, the raw key). The raw key is never stored:
+    show it once. Needs ``apikeys.manage`` (``require_capability``). ``permissions``: None gives
+    the least-privilege default (``DEFAULT_KEY_PERMISSIONS``: recall, record, feedback,
+    sections:read); else exactly those given. Every scope prefix must end in ``:`` or ``/``
+    (``tenants.scopes.scope_prefix_problem``): ValueError otherwise."""
+    require_capability(caller, "apikeys.manage")
+    tenant = caller.tenant
     prefix = secrets.token_hex(4)
     raw = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     chosen = default_key_permissions() if permissions is None else key_permissions_clean(permissions)
@@ -119,36 +129,60 @@ def api_key_create(
     key.full_clean()
     with transaction.atomic():
         key.save()
-        audit_record(tenant=tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_CREATE,
+        audit_record(tenant=tenant, actor=caller.user, actor_label=caller.actor_label, action=AuditAction.KEY_CREATE,
                      target=f"{name} (tc_{prefix})",
                      details={"scope_prefixes": key.scope_prefixes, "permissions": key.permissions})
     return key, raw
 
 
-def api_key_permissions_update(*, key: ApiKey, permissions: Any, actor_label: str, actor: Any = None) -> bool:
-    """Set a key's permissions; audited old → new when they change. Returns whether they did.
-    Takes effect on the key's next request."""
+@dataclass(frozen=True)
+class ApiKeyChange:
+    """A key after a change to it, and whether this call changed it."""
+
+    key: ApiKey
+    changed: bool
+
+
+def _key_lock(caller: Caller, key_id: object) -> ApiKey:
+    """The caller's tenant's key ``key_id``, locked for the change; another tenant's key or
+    none: Http404 (its existence is not revealed)."""
+    try:
+        return ApiKey.objects.select_for_update().select_related("tenant").get(tenant=caller.tenant, pk=key_id)
+    except (ApiKey.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
+        raise Http404("no such key") from exc
+
+
+def api_key_permissions_update(*, caller: Caller, key_id: object, permissions: Any) -> ApiKeyChange:
+    """Set the permissions of a key of the caller's tenant (``apikeys.manage``), on the locked
+    row; audited old → new when they change. Takes effect on the key's next request."""
+    require_capability(caller, "apikeys.manage")
     new = key_permissions_clean(permissions)
     with transaction.atomic():
-        key = ApiKey.objects.select_for_update().select_related("tenant").get(pk=key.pk)
+        key = _key_lock(caller, key_id)
         old = list(key.permissions)
         if set(old) == set(new):
-            return False
+            return ApiKeyChange(key, changed=False)
         key.permissions = new
         key.save(update_fields=["permissions"])
-        audit_record(tenant=key.tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_PERMISSIONS,
-                     target=f"{key.name} (tc_{key.prefix})", details={"permissions": {"old": old, "new": new}})
-    return True
+        audit_record(tenant=key.tenant, actor=caller.user, actor_label=caller.actor_label,
+                     action=AuditAction.KEY_PERMISSIONS, target=f"{key.name} (tc_{key.prefix})",
+                     details={"permissions": {"old": old, "new": new}})
+    return ApiKeyChange(key, changed=True)
 
 
-def api_key_revoke(*, key: ApiKey, actor_label: str, actor: Any = None) -> ApiKey:
+def api_key_revoke(*, caller: Caller, key_id: object) -> ApiKeyChange:
+    """Revoke a key of the caller's tenant (``apikeys.manage``), on the locked row; audited.
+    ``changed`` is False when it was revoked already."""
+    require_capability(caller, "apikeys.manage")
     with transaction.atomic():
-        if key.revoked_at is None:
-            key.revoked_at = timezone.now()
-            key.save(update_fields=["revoked_at"])
-            audit_record(tenant=key.tenant, actor=actor, actor_label=actor_label, action=AuditAction.KEY_REVOKE,
-                         target=f"{key.name} (tc_{key.prefix})")
-    return key
+        key = _key_lock(caller, key_id)
+        if key.revoked_at is not None:
+            return ApiKeyChange(key, changed=False)
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+        audit_record(tenant=key.tenant, actor=caller.user, actor_label=caller.actor_label,
+                     action=AuditAction.KEY_REVOKE, target=f"{key.name} (tc_{key.prefix})")
+    return ApiKeyChange(key, changed=True)
 
 
 def api_key_authenticate(raw_key: str) -> ApiKey | None:

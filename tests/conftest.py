@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from tenants.caller import tenant_caller
 from tenants.models import Tenant, all_key_permissions
 from tenants.services import api_key_create, tenant_create
 
@@ -116,7 +117,7 @@ def make_caller(make_tenant: Callable[..., Tenant]) -> Callable[..., ApiCaller]:
         """A key with every permission unless ``permissions`` are given (tests of one operation
         need the others to set it up; the least-privilege default has its own tests)."""
         tenant = tenant or make_tenant(**settings)
-        _, raw = api_key_create(tenant=tenant, name="test", scope_prefixes=scopes or [],
+        _, raw = api_key_create(caller=tenant_caller(tenant), name="test", scope_prefixes=scopes or [],
                                 permissions=all_key_permissions() if permissions is None else permissions)
         return ApiCaller(tenant, raw)
 

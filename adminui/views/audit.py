@@ -19,7 +19,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     filters = form.cleaned_data if form.is_valid() else {}
     since, until = filters.get("since"), filters.get("until")
     entries = selectors.audit_entries_for_tenant(
-        tenant=request.access.tenant, action=filters.get("action") or None, actor=filters.get("actor") or None,
+        caller=request.caller, action=filters.get("action") or None, actor=filters.get("actor") or None,
         target=filters.get("target") or None,
         since=day_start(since) if since else None,
         until=day_start(until + timedelta(days=1)) if until else None,

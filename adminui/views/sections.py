@@ -4,38 +4,25 @@ Section ids hold ``/ # :``, so the detail takes ``?id=`` (url-encoded), not a pa
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 
 from adminui.access import console_view
 from adminui.rendering import console_render, paginate
 from cachecore.errors import NotFound
-from cachecore.models import Citation
 from cachecore.selectors.citations import trails_citing_with_state
 from cachecore.selectors.sections import section_get, sections_search
 
 LIST_FIELDS = ("id", "external_id", "sha256", "token_count", "updated_at", "text", "scopes")
 
 
-def _cited_by(tenant: Any) -> Coalesce:
-    """How many trails cite each listed section: a correlated count through the (tenant,
-    section_id) citation index, evaluated only for the rows of the page."""
-    citations = (Citation.objects.filter(tenant=tenant, section_id=OuterRef("external_id")).order_by()
-                 .values("section_id").annotate(n=Count("pk")).values("n"))
-    return Coalesce(Subquery(citations), 0)
-
-
 @console_view("sections.view")
 def section_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
     scope = request.GET.get("scope", "").strip()
-    sections = sections_search(caller=request.caller, q=q, scope=scope).only(*LIST_FIELDS).annotate(
-        cited_by=_cited_by(request.access.tenant))
+    sections = sections_search(caller=request.caller, q=q, scope=scope, cited_by=True).only(*LIST_FIELDS)
     context = {"q": q, "scope": scope, "page": paginate(request, sections)}
     return console_render(request, "adminui/sections/list.html", context, partial="results")
 

@@ -11,7 +11,6 @@ from adminui import charts
 from adminui.access import console_view
 from adminui.forms import CONSOLE_SETTINGS_FIELDS, TenantSettingsForm
 from adminui.rendering import console_render
-from adminui.views.trails import actor_label
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.services import calibration
 from tenants import services
@@ -35,8 +34,7 @@ def tenant_settings(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             try:
                 before = settings_snapshot(tenant, CONSOLE_SETTINGS_FIELDS)
-                services.tenant_settings_update(tenant=tenant, changes=form.cleaned_data,
-                                                actor_label=actor_label(request), actor=request.user)
+                services.tenant_settings_update(caller=request.caller, changes=form.cleaned_data)
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
@@ -62,7 +60,7 @@ def _calibration_context(caller: Caller) -> dict:
     """The operating point suggested by the agents' citations, with its evidence and plot, and
     what shadow recalls estimate."""
     tenant = caller.tenant
-    suggestion = calibration.operating_point(tenant=tenant)
+    suggestion = calibration.operating_point(caller=caller)
     return {
         "calibration": calibration.suggestion_as_dict(suggestion, tenant=tenant),
         "calibration_chart": charts.calibration_curve(
@@ -75,8 +73,8 @@ def _calibration_context(caller: Caller) -> dict:
 @console_view("settings.manage", methods=("POST",))
 def calibration_apply(request: HttpRequest) -> HttpResponse:
     """Apply the suggested prefetch confidence (audited with its evidence)."""
-    tenant = request.access.tenant
-    applied = calibration.operating_point_apply(tenant=tenant, actor_label=actor_label(request), actor=request.user)
+    tenant = request.caller.tenant
+    applied = calibration.operating_point_apply(caller=request.caller)
     if applied is None:
         messages.info(request, "Nothing to apply: the suggestion is the current setting, or there is none yet.")
     elif tenant.prefetch_paused:

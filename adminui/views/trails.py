@@ -29,10 +29,6 @@ LIST_FIELDS = ("id", "tenant_id", "scope", "query", "query_redacted_at", "status
 ACTION_STATUS = {"quarantine": TrailStatus.QUARANTINED, "release": TrailStatus.ACTIVE}
 
 
-def actor_label(request: HttpRequest) -> str:
-    return f"operator:{request.user.email or request.user.username}"
-
-
 def _list_query(request: HttpRequest, **drop: Any) -> str:
     """The list's query string (filters, sort, tenant), without the keys in ``drop``."""
     params = request.GET.copy()

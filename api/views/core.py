@@ -63,7 +63,11 @@ class SectionsView(TenantAPIView):
     key_permission = KeyPermission.SECTIONS_WRITE
 
     @extend_schema(request=s.SectionsUpsertSerializer, responses=s.SectionsUpsertResultSerializer,
-                   summary="Upsert sections (server hashes the text)")
+                   summary="Upsert sections (server hashes the text)",
+                   description="Each section may carry `scopes` (the scope prefixes that may see it). A key "
+                   "limited to scope prefixes writes only sections entirely within them: an id that exists "
+                   "outside them is refused with 403 `scope_forbidden` and nothing is written, where a new "
+                   "id would be created (docs/scopes.md, \"A decision\").")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
         try:
@@ -177,9 +181,10 @@ class StatsView(TenantAPIView):
     def get(self, request: Request) -> Response:
         scope = request.query_params.get("scope")
         stats = stats_for_tenant(caller=self.caller, scope=scope or None)
-        if not scope and not self.caller.scope_limited:  # the operating point is tenant-wide
-            stats["calibration"] = calibration.suggestion_as_dict(
-                calibration.operating_point(tenant=self.tenant), tenant=self.tenant)
+        # The operating point covers the whole tenant: without a scope, for tenant-wide keys.
+        summary = None if scope else calibration.operating_point_summary(caller=self.caller)
+        if summary is not None:
+            stats["calibration"] = summary
         return Response(stats)
 
 

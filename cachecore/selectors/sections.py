@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 from django.db import connection
-from django.db.models import BooleanField, Q, QuerySet
+from django.db.models import BooleanField, Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
-from cachecore.models import Section
+from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
 from tenants.models import Tenant
@@ -27,18 +28,35 @@ def section_get(*, caller: Caller, section_id: str) -> Section:
         raise NotFound("section not found") from exc
 
 
-def sections_current_hashes(*, caller: Caller, section_ids: list[str]) -> dict[str, str]:
+def sections_current_hashes(*, caller: Caller, section_ids: list[str], lock: bool = False) -> dict[str, str]:
     """The current hash of each of ``section_ids`` the caller sees (the others are absent, as
-    ids that do not exist)."""
-    rows = Section.objects.visible_to(caller).filter(external_id__in=section_ids).values_list("external_id", "sha256")
-    return dict(rows)
+    ids that do not exist). ``lock``: the rows are read ``FOR SHARE`` (in id order), inside the
+    caller's transaction: until it ends no upsert, rescope or delete changes them, and one that
+    committed while this waited is seen (a row deleted, or rescoped out of the caller's sight,
+    is absent)."""
+    rows = (Section.objects.visible_to(caller).filter(external_id__in=section_ids).order_by("external_id")
+            .values_list("external_id", "sha256"))
+    if not lock:
+        return dict(rows)
+    if not connection.in_atomic_block:
+        raise RuntimeError("sections_current_hashes(lock=True) belongs inside the writing transaction")
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(f"{sql} FOR SHARE", params)
+        return dict(cur.fetchall())
 
 
-def sections_search(*, caller: Caller, q: str = "", scope: str = "") -> QuerySet[Section]:
+def sections_search(*, caller: Caller, q: str = "", scope: str = "", cited_by: bool = False) -> QuerySet[Section]:
     """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index); with
     ``scope``, those served in that scope (an entry admits it: ``tenants.scopes``), ``-`` for
-    those of tenant-wide callers only (no scopes)."""
+    those of tenant-wide callers only (no scopes). ``cited_by``: annotated with how many trails
+    the caller sees cite each (a correlated count through the (tenant, section_id) citation
+    index, evaluated only for the rows fetched)."""
     sections = Section.objects.visible_to(caller)
+    if cited_by:
+        citations = (Citation.objects.visible_to(caller).filter(section_id=OuterRef("external_id")).order_by()
+                     .values("section_id").annotate(n=Count("pk")).values("n"))
+        sections = sections.annotate(cited_by=Coalesce(Subquery(citations), 0))
     q = q.strip()
     if q:
         sections = sections.filter(Q(external_id__icontains=q) | Q(text__icontains=q))

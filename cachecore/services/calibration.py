@@ -9,9 +9,11 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from cachecore.access import require_unrestricted
 from cachecore.engine.decide import Reason
 from cachecore.engine.operating_point import Suggestion, suggest
 from cachecore.models import RecallEvent
+from tenants.caller import Caller, require_capability, tenant_caller
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
 from tenants.settings_diff import settings_audit_details, settings_snapshot
@@ -32,6 +34,7 @@ CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
 
 
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
+    # The engine's own read of the whole tenant's recall log (for ``operating_point``).
     """(confidence, cited) of the most recent labelled recalls still in the log (served or
     shadow) whose answer the cut decided, at most ``MAX_LABELS``."""
     rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False,
@@ -41,16 +44,31 @@ def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
     return [(float(c), bool(cited)) for c, cited in rows]
 
 
-def operating_point(*, tenant: Tenant) -> Suggestion | None:
-    """The suggested prefetch confidence for the tenant's target false-prefetch rate, with its
-    evidence (or hints only when no cut meets it); None while there are too few labels."""
+def operating_point(*, caller: Caller) -> Suggestion | None:
+    """The suggested prefetch confidence for the caller's tenant's target false-prefetch rate,
+    with its evidence (or hints only when no cut meets it); None while there are too few labels.
+    It is learned from every scope's recalls: a scope-limited caller is refused (ScopeForbidden)."""
+    require_unrestricted(caller, "the operating point")
+    return _operating_point(caller.tenant)
+
+
+def _operating_point(tenant: Tenant) -> Suggestion | None:
     return suggest(calibration_labels(tenant=tenant), current_cut=tenant.prefetch_confidence,
                    target_false=tenant.target_false_prefetch, noise_allowance=tenant.noise_allowance,
                    paused=tenant.prefetch_paused)
 
 
+def operating_point_summary(*, caller: Caller) -> dict[str, Any] | None:
+    """The operating point and its evidence as the API's stats show it; None for a scope-limited
+    caller (it is learned from every scope's recalls)."""
+    if caller.scope_limited:
+        return None
+    return suggestion_as_dict(_operating_point(caller.tenant), tenant=caller.tenant)
+
+
 def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict[str, Any]:
-    """The suggestion and its evidence for the API and the console."""
+    """The suggestion and its evidence for the API and the console (``tenant``: the one it was
+    made for, by ``operating_point``)."""
     if suggestion is None:
         return {"labels": len(calibration_labels(tenant=tenant)), "enough_labels": False,
                 "current_prefetch_confidence": tenant.prefetch_confidence, "suggested": None,
@@ -71,12 +89,14 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
             "prefetch_paused": tenant.prefetch_paused, "hint_only": suggestion.hint_only}
 
 
-def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None,
-                          automatic: bool = False) -> Suggestion | None:
-    """Apply the suggestion: the suggested prefetch confidence (and the hint band's start under it
-    if needed), or hints only when no cut meets the target; one audit entry with the evidence.
-    None when nothing changes."""
-    suggestion = operating_point(tenant=tenant)
+def operating_point_apply(*, caller: Caller, automatic: bool = False) -> Suggestion | None:
+    """Apply the suggestion to the caller's tenant (a settings change: ``settings.manage``,
+    ``require_capability``; the daily beat acts as the tenant): the suggested prefetch confidence
+    (and the hint band's start under it if needed), or hints only when no cut meets the target;
+    one audit entry with the evidence. None when nothing changes."""
+    require_capability(caller, "settings.manage")
+    tenant = caller.tenant
+    suggestion = _operating_point(tenant)
     if suggestion is None or not suggestion.changes:
         return None
     new = suggestion.suggested
@@ -90,7 +110,7 @@ def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None
         locked.full_clean()
         locked.save(update_fields=list(CALIBRATED_SETTINGS))
         audit_record(
-            tenant=locked, actor=actor, actor_label=actor_label, action=AuditAction.CALIBRATION_APPLY,
+            tenant=locked, actor=caller.user, actor_label=caller.actor_label, action=AuditAction.CALIBRATION_APPLY,
             target="prefetch_confidence",
             details={**settings_audit_details(before, settings_snapshot(locked, CALIBRATED_SETTINGS)),
                      "automatic": automatic, "move": suggestion.move.value,
@@ -100,14 +120,16 @@ def operating_point_apply(*, tenant: Tenant, actor_label: str, actor: Any = None
                      "false_rate_upper": new.false_rate_upper if new else None,
                      "hit_rate": new.hit_rate if new else 0.0},
         )
-    tenant.refresh_from_db()
+    for field in CALIBRATED_SETTINGS:
+        setattr(tenant, field, getattr(locked, field))
     return suggestion
 
 
 def operating_points_auto_apply() -> int:
-    """Daily: apply the suggestion for every tenant that opted in. Returns tenants changed."""
+    """Daily: apply the suggestion for every tenant that opted in, as the tenant itself
+    (``tenant_caller``). Returns tenants changed."""
     changed = 0
     for tenant in Tenant.objects.filter(auto_calibrate=True):
-        if operating_point_apply(tenant=tenant, actor_label=SYSTEM_ACTOR, automatic=True):
+        if operating_point_apply(caller=tenant_caller(tenant, actor_label=SYSTEM_ACTOR), automatic=True):
             changed += 1
     return changed

@@ -97,7 +97,9 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
         terms_delta: Counter[str] = Counter()
         existing = {
             s.external_id: s
-            for s in Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
+            # In id order, as a record's FOR SHARE of its cited rows: the two never deadlock.
+            for s in (Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
+                      .order_by("external_id"))
         }
         # Under the lock: a limited caller may not touch what is not entirely its own (what it
         # cannot see answers the same: it cannot create an id that exists either).

@@ -19,6 +19,7 @@ from cachecore.engine.boundary import (
     learns_negative,
     negative_bar,
 )
+from cachecore.engine.outcome import SectionState, section_state
 from cachecore.engine.text import normalise_query
 from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
@@ -54,13 +55,18 @@ def trail_record(
     The caller needs ``record`` and the scope. Cited ids the caller cannot see are as unknown as
     ids never upserted (the tenant's resolver is asked for both alike) → UnknownSections; a
     ``recall_id`` the caller cannot see → InvalidInput, as one that never was (read once, locked
-    for the label it gets). Nothing is written then."""
+    for the label it gets). Nothing is written then. The cited sections found here are read
+    again ``FOR SHARE`` in the write's transaction, and that read decides: one deleted or rescoped
+    out of the caller's sight meanwhile is unknown; one rewritten meanwhile keeps the hash read
+    first (the trail is stale when none is valid); one deleted or changed after the lock waits for
+    this trail and then invalidates it like any other."""
     require_permission(caller, KeyPermission.RECORD)
     require_scope(caller, scope)
     tenant = caller.tenant
     if len(set(cited)) != len(cited):
         raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
     hashes = sections_current_hashes(caller=caller, section_ids=cited)
+    local = [i for i in cited if i in hashes]  # checked again under the write's lock, below
     unknown = [i for i in cited if i not in hashes]
     if unknown and tenant.resolver_url:
         try:
@@ -80,6 +86,20 @@ def trail_record(
     status = TrailStatus.ACTIVE if positive else TrailStatus.PENDING
     expires = now + (timedelta(days=tenant.trail_ttl_days) if positive else timedelta(hours=tenant.pending_ttl_hours))
     with transaction.atomic():
+        if local:
+            # The check the write relies on: the same rows, locked until the trail and its
+            # citations are committed (sections_upsert and section_delete lock them for update).
+            locked = sections_current_hashes(caller=caller, section_ids=local, lock=True)
+            gone = [sid for sid in local if sid not in locked]
+            if gone:
+                raise UnknownSections(gone)
+            # A section rewritten meanwhile keeps the hash read first (what the agent read, as far
+            # as we know); when no cited section is valid any more the trail is born stale, as the
+            # rewrite's invalidation would have made it, had the trail existed.
+            if any(locked[sid] != hashes[sid] for sid in local) and not any(
+                    section_state(recorded_hash=hashes[sid], current_hash=locked.get(sid, hashes[sid]))
+                    == SectionState.VALID for sid in cited):
+                status = TrailStatus.STALE
         recall_event = None
         if recall_id is not None:
             try:

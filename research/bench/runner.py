@@ -19,6 +19,7 @@ from django.db import connection
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from research.bench import corpus, httpload, report, seed, timing
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, Tenant, all_key_permissions
 from tenants.services import api_key_create
 
@@ -173,7 +174,8 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
                 cited: dict, log) -> dict:  # noqa: ANN001
     used = {q.tenant_id for q in queries} | {t.pk for t in record_tenants}
     ApiKey.objects.filter(tenant__in=used, name="bench").delete()
-    keys = {pk: api_key_create(tenant=tenants[pk], name="bench", permissions=all_key_permissions())[1] for pk in used}
+    keys = {pk: api_key_create(caller=tenant_caller(tenants[pk]), name="bench", permissions=all_key_permissions())[1]
+            for pk in used}
 
     def recall_jobs(n: int, offset: int) -> list[tuple[str, str, bytes, str]]:
         jobs = []

@@ -159,7 +159,7 @@ ACTIONS: dict[str, tuple[Callable, set[str], int, Callable]] = {
 @pytest.mark.parametrize("action", ACTIONS)
 def test_action_access_matrix(jobs_world, action, persona):
     world = jobs_world
-    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+    world.key, _ = api_key_create(caller=tenant_caller(world.tenant), name="victim")
     build, allowed, ok, happened = ACTIONS[action]
     url, data = build(world)
     client = world.client(persona)  # logging in may write its own audit entry: counted before
@@ -182,7 +182,7 @@ def test_outsider_gets_404_for_another_tenants_objects_even_through_their_own_te
                            {"action": "purge", "ids": [str(world.trails[0].pk)], "confirm": "1"})
     assert response.status_code == 302
     assert Trail.objects.filter(pk=world.trails[0].pk).exists()
-    other_key, _ = api_key_create(tenant=world.tenant, name="acme key")
+    other_key, _ = api_key_create(caller=tenant_caller(world.tenant), name="acme key")
     assert client.post(f"/console/api-keys/{other_key.pk}/revoke/?tenant=globex").status_code == 404
     assert ApiKey.objects.get(pk=other_key.pk).revoked_at is None
 
@@ -210,7 +210,7 @@ def test_the_matrices_cover_every_console_route(jobs_world):
     """A new console URL must join PAGES (GET) or ACTIONS (POST) to pass this; a view that
     starts accepting POST must join ACTIONS."""
     world = jobs_world
-    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+    world.key, _ = api_key_create(caller=tenant_caller(world.tenant), name="victim")
 
     def route(url: str) -> str:
         return resolve(urlsplit(url).path).url_name
@@ -236,7 +236,7 @@ def test_every_console_view_goes_through_the_access_gate():
 
 @pytest.mark.parametrize("action", ACTIONS)
 def test_csrf_is_enforced_on_every_post(world, action):
-    world.key, _ = api_key_create(tenant=world.tenant, name="victim")
+    world.key, _ = api_key_create(caller=tenant_caller(world.tenant), name="victim")
     build, _allowed, _ok, happened = ACTIONS[action]
     url, data = build(world)
     client = world.client("superuser", enforce_csrf_checks=True)

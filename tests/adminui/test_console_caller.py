@@ -76,7 +76,7 @@ def test_the_console_shows_sets_and_edits_key_permissions_audited(world):
 
 
 def test_another_tenants_key_permissions_cannot_be_edited(world):
-    other_key, _ = api_key_create(tenant=world.other, name="globex key")
+    other_key, _ = api_key_create(caller=tenant_caller(world.other), name="globex key")
     response = world.client("admin").post(f"/console/api-keys/{other_key.pk}/permissions/?tenant=acme",
                                           {"permissions": ["recall"]})
     assert response.status_code == 404

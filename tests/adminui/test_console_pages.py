@@ -50,7 +50,7 @@ def test_lists_have_bounded_query_counts(world, url, django_assert_max_num_queri
                              query_normalised="x",
                              embedding=[0.0] * 383 + [1.0], status=TrailStatus.ACTIVE, hits=i,
                              expires_at=world.trails[0].expires_at)
-        api_key_create(tenant=world.tenant, name=f"k{i}", actor_label="test")
+        api_key_create(caller=tenant_caller(world.tenant, actor_label="test"), name=f"k{i}")
     client = world.client("superuser")
     client.get("/console/trails/?tenant=acme")  # session created outside the measured request
     with django_assert_max_num_queries(10):
@@ -285,7 +285,7 @@ def test_api_key_is_shown_once_then_revoked(world):
 
 def test_audit_log_filters_by_action_actor_and_date(world):
     trails_purge(caller=tenant_caller(world.tenant, actor_label="operator:a@x.test"), trail_ids=[world.trails[0].pk])
-    api_key_create(tenant=world.tenant, name="k", actor_label="operator:b@x.test")
+    api_key_create(caller=tenant_caller(world.tenant, actor_label="operator:b@x.test"), name="k")
     client = world.client("compliance")
     body = client.get("/console/audit/?tenant=acme&action=trail.purge", **HTMX).content.decode()
     assert "operator:a@x.test" in body and "operator:b@x.test" not in body

@@ -2,6 +2,7 @@
 
 from cachecore.models import RecallEvent
 from cachecore.services.calibration import operating_point_apply, operating_points_auto_apply
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
 
 TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory.",
@@ -37,12 +38,13 @@ def test_stats_show_the_suggested_operating_point_with_its_evidence(caller):
 def test_an_admin_applies_the_suggestion_and_it_is_audited(caller):
     uncited = _labelled(caller, 100, 20)
     before = caller.tenant.prefetch_confidence
-    applied = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    applied = operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:admin@example.com"))
     assert applied is not None and caller.tenant.prefetch_confidence > uncited > before
     entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.details["prefetch_confidence"] == {"old": before, "new": caller.tenant.prefetch_confidence}
     assert entry.details["automatic"] is False and entry.details["labels"] == 120
-    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None  # nothing left to change
+    # Nothing left to change.
+    assert operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:x")) is None
 
 
 def test_automatic_calibration_only_for_tenants_that_opted_in(make_caller):
@@ -100,7 +102,7 @@ def test_no_cut_meeting_the_target_pauses_prefetch_and_recall_answers_hints_only
     cal = caller.get("/api/v1/stats").json()["calibration"]
     assert cal["move"] == "pause" and cal["hint_only"] is True and cal["suggested"] is None
     assert cal["noise_allowance"] == 0.0 and cal["noise_floor"] == 0.1 and cal["prefetch_paused"] is False
-    applied = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    applied = operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:admin@example.com"))
     assert applied is not None and caller.tenant.prefetch_paused
     entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.details["prefetch_paused"] == {"old": False, "new": True} and entry.details["move"] == "pause"
@@ -108,13 +110,14 @@ def test_no_cut_meeting_the_target_pauses_prefetch_and_recall_answers_hints_only
     assert (paused["outcome"], paused["reason"]) == ("hint", "prefetch_paused")
     assert all("text" not in s for s in paused["sections"]) and "hints only" in paused["hint"]
     # Nothing more to do while the labels say the same.
-    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None
+    assert operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:x")) is None
     # The tenant declares its agents leave a tenth of right sections uncited: prefetch resumes.
     caller.tenant.noise_allowance = 0.1
     caller.tenant.save(update_fields=["noise_allowance"])
-    assert operating_point_apply(tenant=caller.tenant, actor_label="operator:x") is None  # not yet enough
+    # Not yet enough.
+    assert operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:x")) is None
     _labels(caller.tenant, trail["trail_id"], [(0.95, True)] * 540 + [(0.95, False)] * 60)
-    resumed = operating_point_apply(tenant=caller.tenant, actor_label="operator:admin@example.com")
+    resumed = operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:admin@example.com"))
     assert resumed is not None and resumed.move.value == "resume" and not caller.tenant.prefetch_paused
     assert caller.recall(QUERY)["outcome"] == "prefetch"
 
@@ -134,7 +137,7 @@ def test_rounds_of_labels_through_the_service_move_the_cut_only_on_evidence(call
             c = round(rng.uniform(0.5, 1.0), 3)
             rows.append((c, rng.random() < min(1.0, 0.1 + 0.92 * c)))
         _labels(caller.tenant, trail["trail_id"], rows)
-        operating_point_apply(tenant=caller.tenant, actor_label="system:calibration", automatic=True)
+        operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="system:calibration"), automatic=True)
         states.append((caller.tenant.prefetch_confidence, caller.tenant.prefetch_paused))
     # Served cut per round (None: hints only). The default serves ~5 % false here: the evidence
     # first raises it (or pauses prefetch while no higher cut has shown it meets the target)...

@@ -7,6 +7,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from cachecore.models import RecallEvent, Trail
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditAction, AuditEntry
 from tenants.services import api_key_revoke
 
@@ -70,7 +71,7 @@ def test_every_endpoint_answers_401_without_a_valid_key(method, url, body, heade
 def test_revoked_key_is_refused(caller):
     key = ApiKey.objects.get(tenant=caller.tenant)
     assert caller.get("/api/v1/stats").status_code == 200
-    api_key_revoke(key=key, actor_label="test")
+    api_key_revoke(caller=tenant_caller(key.tenant, actor_label="test"), key_id=key.pk)
     assert caller.get("/api/v1/stats").status_code == 401
 
 
@@ -208,3 +209,17 @@ def test_schema_and_docs_and_health_are_served():
     assert client.get("/api/v1/docs/").status_code == 200
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json()["database"]["status"] == "ok"
+
+
+@pytest.mark.django_db
+def test_the_schema_shows_scopes_on_sections():
+    """The contract shows sections' scopes: on the upsert item, on GET /sections/{id}, and what an
+    upsert tells a scope-limited key (docs/scopes.md)."""
+    schema = json.loads(APIClient().get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
+    components = schema["components"]["schemas"]
+    assert components["SectionIn"]["properties"]["scopes"]["type"] == "array"
+    assert "every scope" in components["SectionIn"]["properties"]["scopes"]["description"]
+    assert components["SectionOut"]["properties"]["scopes"]["type"] == "array"
+    assert "scopes" not in components["SectionOut"]["required"]  # shown to tenant-wide keys only
+    upsert = schema["paths"]["/api/v1/sections"]["put"]
+    assert "403 `scope_forbidden`" in upsert["description"]

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from api.authentication import key_cache
 from tenants import ratelimit
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey
 from tenants.services import api_key_revoke
 
@@ -47,7 +48,8 @@ def test_a_key_revoked_by_another_process_is_refused_within_the_cache_seconds(se
 def test_a_key_revoked_in_this_process_is_refused_at_once(settings, committed_caller):
     settings.TRAILCACHE_API_KEY_CACHE_SECONDS = 60
     assert committed_caller.get("/api/v1/stats").status_code == 200
-    api_key_revoke(key=ApiKey.objects.get(tenant=committed_caller.tenant), actor_label="test")
+    api_key_revoke(caller=tenant_caller(committed_caller.tenant, actor_label="test"),
+                   key_id=ApiKey.objects.get(tenant=committed_caller.tenant).pk)
     assert committed_caller.get("/api/v1/stats").status_code == 401
 
 

@@ -16,6 +16,7 @@ import urllib.request
 import pytest
 
 from cachecore import resolver
+from tenants.caller import tenant_caller
 from tenants.services import api_key_create
 
 
@@ -65,8 +66,8 @@ def test_one_tenant_cannot_take_every_worker(request, transactional_db, live_ser
     url, stop, listener = _stalling_resolver()
     busy = make_tenant(resolver_url=url, resolver_secret="s", resolver_timeout_ms=2500)
     other = make_tenant()
-    _, busy_key = api_key_create(tenant=busy, name="busy")
-    _, other_key = api_key_create(tenant=other, name="other")
+    _, busy_key = api_key_create(caller=tenant_caller(busy), name="busy")
+    _, other_key = api_key_create(caller=tenant_caller(other), name="other")
     slow: dict[str, object] = {}
 
     def hold_a_worker():

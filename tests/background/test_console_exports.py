@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 from cachecore.models import Job, JobKind, JobStatus, Trail
+from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry, Role
 from tenants.services import operator_create
 from tests.factories import make_trail
@@ -116,7 +117,7 @@ def test_downloads_are_audited_from_the_console_and_the_api(people, run_jobs):
     run_jobs()
     job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
     assert client.get(f"/console/exports/{job.pk}/download/?tenant=acme").status_code == 200
-    _, raw = api_key_create(tenant=tenant, name="exporter", permissions=["export"])
+    _, raw = api_key_create(caller=tenant_caller(tenant), name="exporter", permissions=["export"])
     assert ApiCaller(tenant, raw).get(f"/api/v1/exports/{job.pk}/download").status_code == 200
     entries = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT_DOWNLOAD).order_by("created_at", "id")
     assert [e.actor_label for e in entries] == ["operator:c@acme.test", f"apikey:{raw[:11]}"]

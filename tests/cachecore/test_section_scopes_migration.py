@@ -33,10 +33,10 @@ def test_the_backfill_keeps_what_each_limited_key_saw(make_tenant):
     limited_tenant, plain_tenant = make_tenant(), make_tenant()
     for tenant in (limited_tenant, plain_tenant):
         _world(tenant)
-    api_key_create(tenant=limited_tenant, name="public", scope_prefixes=["public:"])
-    revoked, _ = api_key_create(tenant=limited_tenant, name="gone", scope_prefixes=["internal:"])
-    api_key_revoke(key=revoked, actor_label="test")
-    api_key_create(tenant=plain_tenant, name="wide")
+    api_key_create(caller=tenant_caller(limited_tenant), name="public", scope_prefixes=["public:"])
+    revoked, _ = api_key_create(caller=tenant_caller(limited_tenant), name="gone", scope_prefixes=["internal:"])
+    api_key_revoke(caller=tenant_caller(revoked.tenant, actor_label="test"), key_id=revoked.pk)
+    api_key_create(caller=tenant_caller(plain_tenant), name="wide")
     with connection.cursor() as cur:
         cur.execute(BACKFILL)
     assert _scopes(limited_tenant) == {"s1": ["public:x"], "s2": [], "s3": ["public:y"], "s4": []}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tenants.caller import tenant_caller
 from tenants.models import Tenant, all_key_permissions
 from tenants.services import api_key_create, tenant_create
 
@@ -42,7 +43,7 @@ def make_service(transactional_db: None, live_server: Any) -> Callable[..., Serv
                 setattr(tenant, field, value)
             if settings:
                 tenant.save()
-        _, raw = api_key_create(tenant=tenant, name="client test", scope_prefixes=scopes or [],
+        _, raw = api_key_create(caller=tenant_caller(tenant), name="client test", scope_prefixes=scopes or [],
                                 permissions=all_key_permissions())
         return Service(live_server.url, tenant, raw)
 

@@ -125,6 +125,6 @@ def test_seed_demo_command_is_idempotent(capsys):
 def test_the_demo_has_enough_labelled_traffic_for_a_calibration_suggestion(demo):
     from cachecore.services.calibration import operating_point
 
-    suggestion = operating_point(tenant=demo)
+    suggestion = operating_point(caller=tenant_caller(demo))
     assert suggestion is not None and suggestion.labels >= 30
     assert 0 < suggestion.cited < suggestion.labels  # cited and uncited labels both

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from cachecore.models import Job, Section, Trail, TrailStatus
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditAction, AuditEntry, KeyPermission
 from tenants.services import api_key_create
 from tests.conftest import ApiCaller
@@ -24,7 +25,8 @@ EVERY = list(KeyPermission.values)
 
 
 def _key(tenant: Any, permissions: list[str], scopes: list[str] | None = None) -> ApiCaller:
-    _, raw = api_key_create(tenant=tenant, name="k", permissions=permissions, scope_prefixes=scopes or [])
+    _, raw = api_key_create(caller=tenant_caller(tenant), name="k", permissions=permissions,
+                            scope_prefixes=scopes or [])
     return ApiCaller(tenant, raw)
 
 
@@ -91,13 +93,13 @@ def test_stats_need_no_permission_but_a_valid_key(make_caller):
 
 def test_new_keys_get_least_privilege_unless_chosen(make_tenant):
     tenant = make_tenant()
-    key, _ = api_key_create(tenant=tenant, name="default")
+    key, _ = api_key_create(caller=tenant_caller(tenant), name="default")
     assert key.permissions == ["recall", "record", "feedback", "sections:read"]
     assert ApiKey.objects.get(pk=key.pk).permissions == ["recall", "record", "feedback", "sections:read"]
-    chosen, _ = api_key_create(tenant=tenant, name="chosen", permissions=["record", "recall", "recall"])
+    chosen, _ = api_key_create(caller=tenant_caller(tenant), name="chosen", permissions=["record", "recall", "recall"])
     assert chosen.permissions == ["recall", "record"]  # canonical order, no repeats
     with pytest.raises(ValueError, match="unknown API key permissions: admin"):
-        api_key_create(tenant=tenant, name="bad", permissions=["recall", "admin"])
+        api_key_create(caller=tenant_caller(tenant), name="bad", permissions=["recall", "admin"])
     entry = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.KEY_CREATE, target__startswith="chosen").get()
     assert entry.details["permissions"] == ["recall", "record"]
 
@@ -218,9 +220,10 @@ def test_a_keys_permissions_change_takes_effect_on_its_next_request(make_caller)
 
     full = make_caller()
     key = ApiKey.objects.get(tenant=full.tenant)
+    as_tenant = tenant_caller(full.tenant, actor_label="test")
     assert full.post("/api/v1/recall", {"scope": "default", "query": QUERY}).status_code == 200
-    assert api_key_permissions_update(key=key, permissions=["record"], actor_label="test") is True
+    assert api_key_permissions_update(caller=as_tenant, key_id=key.pk, permissions=["record"]).changed is True
     assert full.post("/api/v1/recall", {"scope": "default", "query": QUERY}).status_code == 403
-    assert api_key_permissions_update(key=key, permissions=["record"], actor_label="test") is False
+    assert api_key_permissions_update(caller=as_tenant, key_id=key.pk, permissions=["record"]).changed is False
     entry = AuditEntry.objects.get(tenant=full.tenant, action=AuditAction.KEY_PERMISSIONS)
     assert entry.details == {"permissions": {"old": EVERY, "new": ["record"]}}

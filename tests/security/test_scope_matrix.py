@@ -15,7 +15,8 @@ import pytest
 from django.test import Client
 
 from cachecore.models import Citation, Job, JobKind, RecallEvent, Section, Trail
-from tenants.models import AuditEntry, Role, Tenant, all_key_permissions
+from tenants.caller import Caller, caller_for_key, caller_for_operator, tenant_caller
+from tenants.models import ApiKey, AuditEntry, Role, Tenant, all_key_permissions
 from tenants.services import api_key_create, operator_create
 from tests.conftest import ApiCaller
 
@@ -241,10 +242,8 @@ def test_a_key_without_the_permission_is_refused_by_the_service_too(world):
     """The permission lives below the API too: the service refuses a key's caller without it."""
     from cachecore.errors import PermissionMissing
     from cachecore.services.sections import sections_upsert
-    from tenants.caller import caller_for_key
-    from tenants.models import ApiKey
 
-    key, _ = api_key_create(tenant=world.tenant, name="reader", permissions=["recall", "sections:read"])
+    key, _ = api_key_create(caller=tenant_caller(world.tenant), name="reader", permissions=["recall", "sections:read"])
     before = snapshot(world.tenant)
     with pytest.raises(PermissionMissing):
         sections_upsert(caller=caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk)),
@@ -335,7 +334,150 @@ def test_the_consoles_section_page_shows_its_scopes(world, operators):
 
 def test_the_persona_keys_are_what_they_say(world):
     """The matrix's keys: the limited one has every permission (scopes alone restrict it)."""
-    from tenants.models import ApiKey
-
     keys = {tuple(k.scope_prefixes): k.permissions for k in ApiKey.objects.filter(tenant=world.tenant)}
     assert keys == {(): all_key_permissions(), ("public:",): all_key_permissions()}
+
+
+# ---- administering the tenant: settings, the operating point, API keys, the audit log -----------
+# No API route administers a tenant, so for the key personas the matrix asks the services
+# themselves (where the rule lives: tenants.caller.require_capability), with the caller each
+# interface would build; the console's roles are asked through the console and through the
+# services (a role's caller is refused below the gate too).
+
+def admin_snapshot(tenant: Tenant) -> dict[str, Any]:
+    """``snapshot`` and what administration writes: the tenant's settings and its keys."""
+    from tenants.services import SETTINGS_FIELDS
+
+    return {**snapshot(tenant),
+            "settings": Tenant.objects.filter(pk=tenant.pk).values(*SETTINGS_FIELDS).get(),
+            "keys": list(ApiKey.objects.filter(tenant=tenant).order_by("id")
+                         .values_list("id", "name", "permissions", "scope_prefixes", "revoked_at"))}
+
+
+@pytest.fixture
+def admin_world(world) -> World:
+    """The world, a victim key to change, and labelled recalls that make the operating point move
+    (uncited prefetches just above the cut): applying it writes."""
+    world.victim, _ = api_key_create(caller=tenant_caller(world.tenant), name="victim")
+    trail = Trail.objects.get(pk=world.trail_public)
+    cut = world.tenant.prefetch_confidence
+    RecallEvent.objects.bulk_create([
+        RecallEvent(tenant=world.tenant, scope="public:x", query="q", trail=trail, outcome="prefetch",
+                    reason="match", confidence=c, latency_ms=1.0, served_ids=["pub#1"], offered_ids=["pub#1"],
+                    offered_cited=ok)
+        for c, ok in [(0.97, True)] * 100 + [(round(cut + 0.02, 2), False)] * 20
+    ])
+    return world
+
+
+def _key_caller(tenant: Tenant, prefixes: list[str]) -> Caller:
+    return caller_for_key(ApiKey.objects.select_related("tenant").get(tenant=tenant, scope_prefixes=prefixes,
+                                                                      name="test"))
+
+
+def _role_caller(world: World, role: str, tenant: Tenant | None = None) -> Caller:
+    user = operator_create(email=f"svc-{role}@{(tenant or world.tenant).slug}.test", password="pw-123456789",
+                           tenant=tenant or world.tenant, role=role)
+    return caller_for_operator(user=user, tenant=tenant or world.tenant, role=role)
+
+
+def _admin_operations() -> dict[str, Any]:
+    from cachecore.services.calibration import operating_point_apply
+    from tenants.selectors import api_keys_for_tenant, audit_entries_for_tenant
+    from tenants.services import api_key_permissions_update, api_key_revoke, tenant_settings_update
+
+    return {
+        "settings change": lambda w, c: tenant_settings_update(caller=c, changes={"trail_ttl_days": 45}),
+        "calibration apply": lambda w, c: operating_point_apply(caller=c),
+        "key create": lambda w, c: api_key_create(caller=c, name="bot", permissions=["recall"]),
+        "key permissions": lambda w, c: api_key_permissions_update(caller=c, key_id=w.victim.pk,
+                                                                   permissions=["recall"]),
+        "key revoke": lambda w, c: api_key_revoke(caller=c, key_id=w.victim.pk),
+        "key list": lambda w, c: list(api_keys_for_tenant(caller=c)),
+        "audit read": lambda w, c: list(audit_entries_for_tenant(caller=c)),
+    }
+
+
+# persona → its caller; what each persona is answered, per operation: "done", or the refusal.
+SERVICE_PERSONAS = {
+    "tenant-wide key": lambda w: _key_caller(w.tenant, []),
+    "limited key": lambda w: _key_caller(w.tenant, ["public:"]),
+    "other tenant's key": lambda w: _key_caller(w.other.tenant, []),
+    Role.SUPPORT: lambda w: _role_caller(w, Role.SUPPORT),
+    Role.ADMIN: lambda w: _role_caller(w, Role.ADMIN),
+    Role.COMPLIANCE: lambda w: _role_caller(w, Role.COMPLIANCE),
+}
+WRITES = ("settings change", "calibration apply", "key create", "key permissions", "key revoke")
+READS = ("key list", "audit read")
+ALLOWED = {Role.ADMIN: set(WRITES) | set(READS), Role.COMPLIANCE: {"audit read"}}
+
+
+@pytest.mark.parametrize("operation", [*WRITES, *READS])
+@pytest.mark.parametrize("persona", list(SERVICE_PERSONAS))
+def test_administration_by_every_caller(admin_world, operation, persona):
+    from tenants.caller import CapabilityMissing
+
+    world = admin_world
+    caller = SERVICE_PERSONAS[persona](world)
+    before = admin_snapshot(world.tenant)
+    run = _admin_operations()[operation]
+    if operation in ALLOWED.get(persona, ()):
+        run(world, caller)
+        assert (admin_snapshot(world.tenant) != before) == (operation in WRITES), (operation, persona)
+        return
+    with pytest.raises(CapabilityMissing):
+        run(world, caller)
+    assert admin_snapshot(world.tenant) == before
+
+
+@pytest.mark.parametrize("operation", ["key permissions", "key revoke"])
+def test_another_tenants_admin_cannot_reach_this_tenants_keys_through_the_services(admin_world, make_tenant,
+                                                                                    operation):
+    """Their own tenant's caller, this tenant's key id: 404, as a key that does not exist."""
+    from django.http import Http404
+
+    world = admin_world
+    outsider = _role_caller(world, Role.ADMIN, tenant=make_tenant("initech"))
+    before = admin_snapshot(world.tenant)
+    with pytest.raises(Http404):
+        _admin_operations()[operation](world, outsider)
+    assert admin_snapshot(world.tenant) == before
+
+
+def _console_admin_operations(world: World) -> dict[str, tuple[str, dict[str, Any]]]:
+    from tests.adminui.conftest import settings_form_data
+
+    return {
+        "settings change": ("/console/settings/?tenant=acme", settings_form_data(world.tenant, trail_ttl_days=45)),
+        "calibration apply": ("/console/settings/calibration/apply/?tenant=acme", {}),
+        "key create": ("/console/api-keys/?tenant=acme", {"name": "bot", "scope_prefixes": ""}),
+        "key permissions": (f"/console/api-keys/{world.victim.pk}/permissions/?tenant=acme",
+                            {"permissions": ["recall"]}),
+        "key revoke": (f"/console/api-keys/{world.victim.pk}/revoke/?tenant=acme", {}),
+    }
+
+
+CONSOLE_ADMIN_DONE = {"settings change": 302, "calibration apply": 302, "key create": 201, "key permissions": 302,
+                      "key revoke": 302}
+# Another tenant's admin, in their own tenant: their settings and keys (not this tenant's), and
+# this tenant's key ids answer 404.
+CONSOLE_OUTSIDER = {"settings change": 302, "calibration apply": 302, "key create": 201, "key permissions": 404,
+                    "key revoke": 404}
+
+
+@pytest.mark.parametrize("operation", WRITES)
+@pytest.mark.parametrize("who", [*ROLES, "outsider"])
+def test_console_administration(admin_world, operators, operation, who):
+    world = admin_world
+    url, data = _console_admin_operations(world)[operation]
+    if who == "outsider":  # their own tenant in the query, this tenant's key ids in the path
+        url = url.replace("tenant=acme", "tenant=globex")
+    before = admin_snapshot(world.tenant)
+    response = operators[who].post(url, data)
+    if who == Role.ADMIN:
+        assert response.status_code == CONSOLE_ADMIN_DONE[operation], response.content[:300]
+        assert admin_snapshot(world.tenant) != before
+        return
+    expected = CONSOLE_OUTSIDER[operation] if who == "outsider" else 403
+    assert response.status_code == expected, (operation, who, response.status_code)
+    assert admin_snapshot(world.tenant) == before  # refused, or done to their own tenant only

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tenants.caller import tenant_caller
 from tenants.models import ApiKey, Tenant
 from tenants.selectors import api_key_active_by_prefix
 from tenants.services import api_key_authenticate, api_key_create, api_key_revoke, tenant_create
@@ -19,7 +20,7 @@ def test_the_raw_lookup_builds_what_the_orm_builds():
     tenant = tenant_create(slug="lookup-a")
     Tenant.objects.filter(pk=tenant.pk).update(shadow_mode=True, shadow_scope_prefixes=["beta:", "x:"],
                                                prefetch_confidence=0.91, default_budget_tokens=1234)
-    key, raw = api_key_create(tenant=tenant, name="k", scope_prefixes=["docs:", "faq:"])
+    key, raw = api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=["docs:", "faq:"])
     got = api_key_active_by_prefix(key.prefix)
     orm = ApiKey.objects.select_related("tenant").get(pk=key.pk)
     assert _fields(got, ApiKey) == _fields(orm, ApiKey)
@@ -33,8 +34,8 @@ def test_the_raw_lookup_builds_what_the_orm_builds():
 @pytest.mark.django_db
 def test_a_revoked_or_unknown_prefix_finds_nothing():
     tenant = tenant_create(slug="lookup-b")
-    key, raw = api_key_create(tenant=tenant, name="k")
-    api_key_revoke(key=key, actor_label="test")
+    key, raw = api_key_create(caller=tenant_caller(tenant), name="k")
+    api_key_revoke(caller=tenant_caller(key.tenant, actor_label="test"), key_id=key.pk)
     assert api_key_active_by_prefix(key.prefix) is None
     assert api_key_authenticate(raw) is None
     assert api_key_active_by_prefix("ffffffff") is None

@@ -40,7 +40,7 @@ def audit_refuses_writes() -> Iterator[None]:
 def world(make_tenant, settings, tmp_path) -> dict[str, Any]:
     settings.MEDIA_ROOT = tmp_path / "media"
     tenant = make_tenant()
-    key, _ = api_key_create(tenant=tenant, name="existing")
+    key, _ = api_key_create(caller=tenant_caller(tenant), name="existing")
     return {"tenant": tenant, "trail": make_trail(tenant, subject="alice"), "key": key}
 
 
@@ -50,11 +50,12 @@ def _ttl(w) -> int:
 
 # change → (make it, "did it happen?")
 CHANGES: dict[str, tuple[Callable, Callable]] = {
-    "settings": (lambda w: tenant_settings_update(tenant=w["tenant"], changes={"trail_ttl_days": 45}, actor_label="t"),
+    "settings": (lambda w: tenant_settings_update(caller=tenant_caller(w["tenant"], actor_label="t"),
+                                                  changes={"trail_ttl_days": 45}),
                  lambda w: _ttl(w) == 45),
-    "key.create": (lambda w: api_key_create(tenant=w["tenant"], name="new", actor_label="t"),
+    "key.create": (lambda w: api_key_create(caller=tenant_caller(w["tenant"], actor_label="t"), name="new"),
                    lambda w: ApiKey.objects.filter(name="new").exists()),
-    "key.revoke": (lambda w: api_key_revoke(key=w["key"], actor_label="t"),
+    "key.revoke": (lambda w: api_key_revoke(caller=tenant_caller(w["key"].tenant, actor_label="t"), key_id=w["key"].pk),
                    lambda w: ApiKey.objects.get(pk=w["key"].pk).revoked_at is not None),
     "trail.quarantine": (lambda w: trail_set_status(caller=tenant_caller(w["tenant"], actor_label="t"),
                                                     trail_ids=[w["trail"].pk],

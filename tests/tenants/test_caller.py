@@ -29,7 +29,7 @@ def test_the_scope_prefix_rule():
 
 def test_callers_from_a_key_and_from_an_operator(make_tenant):
     tenant = make_tenant()
-    key, _ = api_key_create(tenant=tenant, name="k", scope_prefixes=["p:"], permissions=["recall"])
+    key, _ = api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=["p:"], permissions=["recall"])
     caller = caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk))
     assert caller.tenant == tenant and caller.scope_prefixes == ("p:",) and caller.permissions == {"recall"}
     assert caller.actor_label == f"apikey:tc_{key.prefix}" and not caller.is_superuser and caller.key.pk == key.pk
@@ -39,6 +39,32 @@ def test_callers_from_a_key_and_from_an_operator(make_tenant):
     assert support.actor_label == "operator:s@x.test" and support.user == user
     root = caller_for_operator(user=user, tenant=tenant, role=SUPERUSER)
     assert root.is_superuser and root.has("apikeys.manage")
+
+
+def test_administration_is_for_operators_by_role_and_for_the_tenants_own_work(make_tenant):
+    """require_capability: a role needs the capability; an API key, tenant-wide or limited, never
+    administers; the tenant's own work (jobs, the beat, the CLI) may; a superuser may."""
+    from tenants.caller import CapabilityMissing, require_capability
+
+    tenant = make_tenant()
+    user = operator_create(email="a@x.test", password="x" * 12, tenant=tenant, role=Role.ADMIN)
+    for key_prefixes in ([], ["p:"]):
+        key, _ = api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=key_prefixes)
+        with pytest.raises(CapabilityMissing, match="not API keys"):
+            require_capability(caller_for_key(ApiKey.objects.select_related("tenant").get(pk=key.pk)),
+                               "settings.manage")
+    for role, allowed in ((Role.ADMIN, True), (Role.SUPPORT, False), (Role.COMPLIANCE, False), (SUPERUSER, True)):
+        caller = caller_for_operator(user=user, tenant=tenant, role=role)
+        if allowed:
+            require_capability(caller, "apikeys.manage")
+        else:
+            with pytest.raises(CapabilityMissing, match=f"the {role} role may not"):
+                require_capability(caller, "apikeys.manage")
+    require_capability(caller_for_operator(user=user, tenant=tenant, role=Role.COMPLIANCE), "audit.view")
+    require_capability(tenant_caller(tenant, actor_label="cli:test"), "settings.manage")
+    with pytest.raises(CapabilityMissing):
+        require_capability(Caller(tenant=tenant, scope_prefixes=("p:",)), "settings.manage")
+    assert issubclass(CapabilityMissing, PermissionDenied)  # the console and DRF answer it 403
 
 
 @pytest.fixture

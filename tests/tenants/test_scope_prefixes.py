@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from cachecore.models import Trail
-from tenants.caller import Caller
+from tenants.caller import Caller, tenant_caller
 from tenants.models import ApiKey
 from tenants.scopes import prefix_admits, prefix_within, prefixes_overlap, scope_allowed, scope_prefix_problem
 from tenants.services import api_key_create
@@ -59,7 +59,7 @@ def test_new_keys_need_prefixes_ending_at_a_delimiter(make_tenant):
     tenant = make_tenant()
     assert scope_prefix_problem("team-a:") is None and scope_prefix_problem("team-a/") is None
     with pytest.raises(ValueError, match="must end in ':' or '/'"):
-        api_key_create(tenant=tenant, name="bad", scope_prefixes=["team-a:", "team-b"])
+        api_key_create(caller=tenant_caller(tenant), name="bad", scope_prefixes=["team-a:", "team-b"])
     assert not ApiKey.objects.filter(tenant=tenant).exists()
     err = io.StringIO()
     with pytest.raises(CommandError, match="'team-b' must end in ':' or '/'"):
@@ -72,7 +72,8 @@ def test_an_existing_key_without_a_delimiter_keeps_working(make_tenant, make_cal
     tenant = make_tenant()
     wide = make_caller(tenant=tenant)
     wide.upsert({"d#1": "Some text to cite."})
-    key, raw = api_key_create(tenant=tenant, name="old", scope_prefixes=["team-a:"], permissions=["recall"])
+    key, raw = api_key_create(caller=tenant_caller(tenant), name="old", scope_prefixes=["team-a:"],
+                              permissions=["recall"])
     ApiKey.objects.filter(pk=key.pk).update(scope_prefixes=["team-a"])  # as made before the rule
     from tests.conftest import ApiCaller
 

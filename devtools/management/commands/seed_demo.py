@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from devtools.demo import seed_demo_data
+from tenants.caller import tenant_caller
 from tenants.models import Role, Tenant, all_key_permissions
 from tenants.services import api_key_create, operator_create, tenant_create
 
@@ -54,7 +55,7 @@ class Command(BaseCommand):
         if new:
             operator_create(email=DEMO_EMAIL, password=password, tenant=tenant, role=Role.ADMIN, superuser=True)
         # The local demo's key may do everything (a development convenience, TRAILCACHE_DEV only).
-        _, raw = api_key_create(tenant=tenant, name="demo (make run)", actor_label="cli:seed_demo",
+        _, raw = api_key_create(caller=tenant_caller(tenant, actor_label="cli:seed_demo"), name="demo (make run)",
                                 permissions=all_key_permissions())
         if not options["no_data"]:
             seeded = seed_demo_data(tenant=tenant)

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tenants.models import DEFAULT_KEY_PERMISSIONS, KeyPermission, Tenant
+from tenants.caller import tenant_caller
+from tenants.models import DEFAULT_KEY_PERMISSIONS, LIMITED_SECTIONS_WRITE_NOTE, KeyPermission, Tenant
 from tenants.services import api_key_create, tenant_create
 
 
@@ -21,7 +22,8 @@ class Command(BaseCommand):
                             help="comma-separated scope prefixes the key is limited to, each ending in ':' or '/'")
         parser.add_argument("--permissions", default="",
                             help=f"comma-separated permissions ({', '.join(KeyPermission.values)}); default "
-                            f"(least privilege): {', '.join(DEFAULT_KEY_PERMISSIONS)}")
+                            f"(least privilege): {', '.join(DEFAULT_KEY_PERMISSIONS)}. "
+                            + LIMITED_SECTIONS_WRITE_NOTE.replace("%", "%%"))
         parser.add_argument("--name", default="cli", help="a name for the key")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -35,13 +37,15 @@ class Command(BaseCommand):
         scopes = [p.strip() for p in options["scopes"].split(",") if p.strip()]
         permissions = [p.strip() for p in options["permissions"].split(",") if p.strip()] or None
         try:
-            key, raw = api_key_create(tenant=tenant, name=options["name"], scope_prefixes=scopes,
-                                      permissions=permissions, actor_label="cli:create_api_key")
+            key, raw = api_key_create(caller=tenant_caller(tenant, actor_label="cli:create_api_key"),
+                                      name=options["name"], scope_prefixes=scopes, permissions=permissions)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if permissions is None:
             self.stderr.write(f"no --permissions given: the key gets the least-privilege default "
                               f"({', '.join(key.permissions)}); pass --permissions for more")
+        if key.scope_prefixes and KeyPermission.SECTIONS_WRITE in key.permissions:
+            self.stderr.write(f"note: {LIMITED_SECTIONS_WRITE_NOTE}")
         self.stderr.write(f"API key {key.name} for tenant {slug} (scopes: {', '.join(scopes) or 'all'}; "
                           f"permissions: {', '.join(key.permissions)}):")
         self.stdout.write(raw)
