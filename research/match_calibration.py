@@ -687,14 +687,24 @@ def rescore(rows: list[dict[str, Any]]) -> None:
     """Confidence of every logged candidate by the shipped scorer (rows may have been collected
     under another one)."""
     from cachecore.engine.evidence import FEATURES
-    from cachecore.engine.scorer import MatchScorer
+    from cachecore.engine.scorer import default_match_scorer, default_question_scorer, scorer_for
 
-    scorer = MatchScorer.load()
     for r in rows:
         query = " ".join(r["query"].lower().split())
         for c in r["candidates"]:
             same = c.get("query_normalised") and c["query_normalised"] == query
+            scorer = scorer_for(trail_coverage_of(c), document=default_match_scorer(),
+                                question=default_question_scorer())
             c["confidence"] = 1.0 if same else scorer.score([c["features"][f] for f in FEATURES])
+
+
+def trail_coverage_of(cand: dict[str, Any]) -> float | None:
+    """The trail's question's coverage by its cited text, as recall had it (rows collected before
+    ``explain`` carried it: from the coverage features)."""
+    if "trail_coverage" in cand:
+        return cand["trail_coverage"]
+    f = cand["features"]
+    return f["coverage_gap"] + f["coverage"] if f.get("coverage_known") else None
 
 
 def report(out: Path, *, qqp_trails: int = 10_000, faq_only: bool = False) -> dict[str, Any]:

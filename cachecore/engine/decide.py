@@ -32,7 +32,7 @@ from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, section_state
 from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
 from cachecore.engine.polarity import polarity_conflict
-from cachecore.engine.scorer import MatchScorer
+from cachecore.engine.scorer import MatchScorer, scorer_for
 from cachecore.engine.text import content_hash
 
 
@@ -86,6 +86,8 @@ class Policy:
     polarity_guard: bool = True
     merge_trails: bool = True
     learned_scorer: PairScorer | None = None
+    # Candidates whose cited text restates their question are scored by this one (scorer_for).
+    question_scorer: MatchScorer | None = None
     merge_margin: float = MERGE_SIMILARITY_MARGIN
     # Two candidates this close in confidence that cite different sections: no prefetch.
     ambiguity_margin: float = 0.1
@@ -298,7 +300,8 @@ def decide(
         # The very same question (normalised) asks the same thing by definition; the scorer is
         # calibrated on reworded questions and must not second-guess it.
         same = bool(candidate.query_normalised) and candidate.query_normalised == query
-        scored.confidence = 1.0 if same else policy.scorer.score(scored.features)
+        scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer)
+        scored.confidence = 1.0 if same else scorer.score(scored.features)
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = polarity_conflict(query, candidate.query_normalised)
         live.append(scored)

@@ -4,6 +4,12 @@ evidence vector (``engine/evidence.py``), a logistic regression over standardise
 Weights, the feature order and the cuts the defaults use are in ``match_scorer.json``, written
 by the calibration study (``python -m research.match_calibration``) from the calibration split
 only; the file records the data it was fitted on and the held-out figures.
+
+Two regimes, one rule (``scorer_for``): a candidate whose cited text restates the trail's own
+question (the question covered at cosine ≥ ``RESTATES_QUESTION``: an FAQ entry, a list of
+questions) is scored by ``question_scorer.json``, on the question evidence alone, since the
+section evidence (coverage, the rival margin) then only measures the question match again; every
+other candidate by ``match_scorer.json``. Both are calibrated to the same cuts.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from cachecore.engine.evidence import FEATURES
 from cachecore.engine.pairfeatures import sigmoid
 
 SCORER_PATH = Path(__file__).resolve().parent / "match_scorer.json"
+QUESTION_SCORER_PATH = Path(__file__).resolve().parent / "question_scorer.json"
+# The trail's question covered by its cited text at least this well: the text restates it.
+RESTATES_QUESTION = 0.9
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,8 @@ class MatchScorer:
     @classmethod
     def from_dict(cls, data: dict) -> MatchScorer:
         features = tuple(data["features"])
-        if features != FEATURES:
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown or len(set(features)) != len(features):
             raise ValueError(f"match scorer is for features {features}, this code computes {FEATURES}")
         n = len(features)
         weights = tuple(float(w) for w in data["weights"])
@@ -58,7 +68,10 @@ class MatchScorer:
             return cls.from_dict(json.load(fh))
 
     def score(self, features: Sequence[float]) -> float:
-        z = self.bias + sum(w * (x - m) / s for w, x, m, s in zip(self.weights, features, self.means, self.scales))
+        """P(same need) from the evidence vector in ``FEATURES`` order (a scorer of fewer
+        features reads its own)."""
+        values = features if self.features == FEATURES else [features[FEATURES.index(f)] for f in self.features]
+        z = self.bias + sum(w * (x - m) / s for w, x, m, s in zip(self.weights, values, self.means, self.scales))
         return sigmoid(z)
 
 
@@ -66,3 +79,17 @@ class MatchScorer:
 def default_match_scorer() -> MatchScorer:
     """The shipped scorer, loaded once per process."""
     return MatchScorer.load()
+
+
+@lru_cache(maxsize=1)
+def default_question_scorer() -> MatchScorer:
+    """The shipped scorer of candidates whose cited text restates their question."""
+    return MatchScorer.load(QUESTION_SCORER_PATH)
+
+
+def scorer_for(trail_coverage: float | None, *, document: MatchScorer, question: MatchScorer | None) -> MatchScorer:
+    """The scorer of a candidate: ``question`` when its cited text restates the trail's question
+    (``trail_coverage`` ≥ ``RESTATES_QUESTION``) and there is one, else ``document``."""
+    if question is not None and trail_coverage is not None and trail_coverage >= RESTATES_QUESTION:
+        return question
+    return document

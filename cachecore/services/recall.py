@@ -30,7 +30,7 @@ from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, P
 from cachecore.engine.evidence import FEATURES, Idf
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
-from cachecore.engine.scorer import default_match_scorer
+from cachecore.engine.scorer import default_match_scorer, default_question_scorer
 from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
 from cachecore.selectors.citations import cited_sections_for_trails
@@ -71,6 +71,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
     """The engine's view of the tenant's matching settings."""
     return Policy(
         scorer=default_match_scorer(),
+        question_scorer=default_question_scorer(),
         similarity_threshold=tenant.similarity_threshold,
         prefetch_confidence=tenant.prefetch_confidence,
         hint_confidence=tenant.hint_confidence,
@@ -314,7 +315,7 @@ def _explain(decision: RecallDecision) -> list[dict[str, Any]]:
     return [
         {"trail_id": s.trail_id, "similarity": round(s.candidate.similarity, 4), "confidence": round(s.confidence, 4),
          "coverage": s.coverage, "polarity": s.polarity, "query_normalised": s.candidate.query_normalised,
-         "via_sections": s.candidate.via_sections,
+         "via_sections": s.candidate.via_sections, "trail_coverage": s.trail_coverage,
          "features": dict(zip(FEATURES, s.features))}
         for s in decision.scored
     ]

@@ -8,16 +8,14 @@ from cachecore.models import RecallEvent, Trail
 TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory of Acme.",
         "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."}
 QUERY = "How do I move the Acme configuration directory?"
-# The near miss the agent answers from another section, then one like it that the scorer finds
-# even less confident (the bar is the first one's confidence).
-NEAR_MISS = "Can the Acme log directory be moved?"
-NEAR_MISS_AGAIN = "How do I move the Acme log directory?"
+NEAR_MISS = "How do I move the Acme log directory?"
+NEAR_MISS_AGAIN = "Can the Acme log directory be moved?"
 SAME_NEED = "Where do I set which folder Acme keeps its configuration in?"
 
 
 def _permissive(caller) -> None:
     # A tenant whose cut lets close questions through: the negatives are what stops them.
-    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.01, 0.005
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.05, 0.01
     caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
 
 
@@ -50,10 +48,6 @@ def test_an_uncited_offer_raises_the_bar_for_queries_like_it_only(caller):
 
 def test_an_uncited_hint_is_a_negative_too_and_a_citation_under_the_cut_clears_it(caller):
     caller.upsert(TEXT)
-    # The default prefetch cut, a hint band wide enough for the near miss (the rival evidence
-    # already scores it low: the log section covers it better).
-    caller.tenant.hint_confidence = 0.005
-    caller.tenant.save(update_fields=["hint_confidence"])
     trail = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
     hinted = caller.recall(NEAR_MISS)
     assert (hinted["outcome"], hinted["trail_id"]) == ("hint", trail)  # under the default cut

@@ -48,7 +48,7 @@ def test_more_evidence_for_a_match_never_lowers_the_confidence():
 
 def test_a_file_for_other_features_is_refused(tmp_path):
     data = json.loads(SCORER_PATH.read_text(encoding="utf-8"))
-    data["features"] = data["features"][:-1]
+    data["features"] = [*data["features"][:-1], "a_feature_this_code_does_not_compute"]
     path = tmp_path / "scorer.json"
     path.write_text(json.dumps(data))
     try:

@@ -54,3 +54,20 @@ def test_specifics_the_cited_text_lacks_count_against_the_match():
     assert specifics_unexplained("what changed in 4", "what changed", "see error 404") == 1.0
     assert specifics_unexplained("no specifics here", question, text) == 0.0
     assert specifics_unexplained("what changed in 4", question, None) == 0.0
+
+
+def test_a_text_that_restates_the_question_is_scored_on_the_question_evidence_alone():
+    from cachecore.engine.scorer import RESTATES_QUESTION, default_question_scorer, scorer_for
+
+    document, question = default_match_scorer(), default_question_scorer()
+    assert scorer_for(RESTATES_QUESTION, document=document, question=question) is question
+    assert scorer_for(RESTATES_QUESTION - 0.01, document=document, question=question) is document
+    assert scorer_for(None, document=document, question=question) is document
+    assert scorer_for(0.99, document=document, question=None) is document
+    assert "rival_margin" not in question.features and "rival_margin" in document.features
+    # The question scorer reads its own features out of the full vector: the rival evidence
+    # cannot move it.
+    vector = [0.5] * len(FEATURES)
+    moved = list(vector)
+    moved[FEATURES.index("rival_margin")] = -0.5
+    assert question.score(vector) == question.score(moved) and document.score(vector) > document.score(moved)
