@@ -1,8 +1,8 @@
 """Recall: read → resolve → decide → write.
 
 1. **Read** the nearest active trails of the scope, their cited sections' current hash and
-   text with the query's chunk coverage (one statement, one snapshot), and the document
-   frequencies of the query's terms — in one read-only snapshot.
+   text with the query's chunk coverage, the bars their negatives set, and the document
+   frequencies of the query's terms — in one statement (one snapshot, one round trip).
 2. **Resolve** sections the tenant does not mirror with its resolver (an HTTP call, outside any
    database transaction).
 3. **Decide** in the engine (``engine/decide.py``): a pure function holds every threshold, band
@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import psycopg
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -33,10 +30,8 @@ from cachecore.engine.pairfeatures import content_words, default_scorer
 from cachecore.engine.scorer import default_match_scorer
 from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
-from cachecore.selectors.citations import cited_sections_for_trails
-from cachecore.selectors.nearest import nearest_trails, vector_literal
-from cachecore.selectors.recalls import negative_bars
-from cachecore.selectors.sections import term_frequencies
+from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.recall_snapshot import recall_snapshot
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
 
@@ -83,55 +78,12 @@ def tenant_policy(tenant: Tenant) -> Policy:
     )
 
 
-@dataclass
-class _Read:
-    candidates: list[Candidate]
-    idf: Idf
-
-
-def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
-    tenant = caller.tenant
-    candidates = nearest_trails(tenant=tenant, scope=scope, embedding=vector, limit=CANDIDATES)
-    # Served only when the section's scopes admit the recall's scope now (else: missing).
-    cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
-                                      query_terms=terms, embedding=vector)
-    sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
-    # Only trails whose text went uncited before have a boundary: most recalls skip this read.
-    # A trail with negatives gets the bar they set for this query (None: no negative like it).
-    bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
-    bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=vector) if bounded else {}
-    return _Read([replace(c, cited=tuple(cited[c.trail_id]), boundary=bars.get(str(c.trail_id), c.boundary))
-                  for c in candidates], Idf(sections, df))
-
-
-@contextmanager
-def read_only_snapshot() -> Iterator[None]:
-    """A read-only repeatable-read transaction of its own (inside a caller's transaction, the
-    reads simply join it). The isolation level and read-only mode are the connection's options
-    for this one transaction, so the driver opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ
-    READ ONLY``, with no ``SET TRANSACTION`` round trip of its own."""
-    if connection.in_atomic_block:
-        yield
-        return
-    connection.ensure_connection()
-    raw = connection.connection
-    before = (raw.isolation_level, raw.read_only)
-    raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
-    try:
-        with transaction.atomic():
-            yield
-    finally:
-        if not raw.closed and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            raw.isolation_level, raw.read_only = before
-        else:
-            # Never leave a read-only connection behind for the next statement: drop it.
-            connection.close()
-
-
-def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
-    """Every read in one snapshot (``read_only_snapshot``)."""
-    with read_only_snapshot():
-        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
+def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> tuple[list[Candidate], Idf]:
+    """Every read in one statement (``selectors.recall_snapshot``): one snapshot, one round
+    trip, no transaction of its own. A section the recall's scope may not see now is missing
+    for it; a trail with negatives gets the bar they set for this query."""
+    snapshot = recall_snapshot(caller=caller, scope=scope, vector=vector, terms=terms, limit=CANDIDATES)
+    return snapshot.candidates, Idf(snapshot.sections, snapshot.df)
 
 
 def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:
@@ -180,20 +132,20 @@ def recall(
     terms = sorted(content_words(normalised))
     clock.lap("embedding")
     policy = tenant_policy(tenant)
-    read = _read_snapshot(caller=caller, scope=scope, vector=vector, terms=terms)
+    read, idf = _read(caller=caller, scope=scope, vector=vector, terms=terms)
     clock.lap("search")
-    candidates = _resolve_remote(tenant=tenant, candidates=read.candidates)
+    candidates = _resolve_remote(tenant=tenant, candidates=read)
     clock.lap("validation")
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
-        budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf,
+        budget=budget_tokens or tenant.default_budget_tokens, idf=idf,
     )
     clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)
     shadow = tenant.shadows(scope)
     # A section hidden from this recall's scope is missing for it, not for the trail: never
     # mark a trail stale for what only its scopes hide.
-    hiding = {c.trail_id for c in read.candidates if any(s.hidden for s in c.cited)}
+    hiding = {c.trail_id for c in read if any(s.hidden for s in c.cited)}
     if hiding & set(decision.stale_trail_ids):
         decision = replace(decision, stale_trail_ids=[t for t in decision.stale_trail_ids if t not in hiding])
     recall_id = _write(tenant=tenant, scope=scope, query=query, subject=subject, decision=decision,

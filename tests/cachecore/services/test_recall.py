@@ -2,6 +2,8 @@
 
 import importlib
 
+import pytest
+
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
@@ -74,7 +76,7 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
     with CaptureQueriesContext(connection) as captured:
         result = recall(caller=tenant_caller(tenant), scope="default", query=query)
     assert not connection.in_atomic_block
-    writes = [q["sql"] for q in captured.captured_queries if "cachecore_recallevent" in q["sql"]]
+    writes = [q["sql"] for q in captured.captured_queries if "INSERT INTO cachecore_recallevent" in q["sql"]]
     assert len(writes) == 1 and writes[0].startswith("SET LOCAL synchronous_commit = off; ")
     assert captured.captured_queries[-1]["sql"] == writes[0]  # no COMMIT or savepoint after it
     event = RecallEvent.objects.get(pk=result.recall_id)  # committed: another transaction reads it
@@ -85,20 +87,36 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
         assert cur.fetchone()[0] == "on"  # the setting did not outlive the write
 
 
-def test_the_snapshot_opens_read_only_repeatable_read_without_a_set_transaction(transactional_db):
-    """The reads' transaction options travel with BEGIN (the connection's options for that one
-    transaction), and the connection is back to its own options after it."""
+@pytest.mark.parametrize("path", ["exact", "hnsw"])
+def test_outside_a_transaction_the_reads_are_one_statement_and_the_write_another(transactional_db, make_tenant,
+                                                                                settings, path):
+    """The snapshot is one statement (no BEGIN, SET TRANSACTION or COMMIT of its own; on the
+    HNSW path its SET LOCAL settings travel in the same round trip), and the write one more:
+    two round trips per recall once the scope's size is known."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from cachecore.services.recall import read_only_snapshot
+    from cachecore.selectors import nearest
 
+    if path == "hnsw":
+        settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 0  # every non-empty scope goes through HNSW
+    nearest._scope_sizes.clear()
+    tenant = make_tenant()
+    _seed(tenant, trails=3, sections_per_trail=2)
+    recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
+    assert nearest.search_path(tenant=tenant, scope="default") == path
     with CaptureQueriesContext(connection) as captured:
-        with read_only_snapshot(), connection.cursor() as cur:
-            cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
-            assert cur.fetchone() == ("repeatable read", "on")
-    assert not any("SET TRANSACTION" in q["sql"] for q in captured.captured_queries)
-    with connection.cursor() as cur:  # autocommit again, default options: writes work
-        cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
-        assert cur.fetchone() == ("read committed", "off")
-        cur.execute("CREATE TEMP TABLE snapshot_probe (x int); INSERT INTO snapshot_probe VALUES (1)")
+        result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
+    nearest._scope_sizes.clear()
+    assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert len(statements) == 2, statements
+    read, write = statements
+    assert "cachecore_citation" in read and "cachecore_termfrequency" in read and "cachecore_recallevent" in read
+    assert read.startswith("SET LOCAL hnsw.") == (path == "hnsw")
+    assert write.startswith("SET LOCAL synchronous_commit = off; ")
+    # The query's vector travels once in the read (its literal is its only "[…]" of floats).
+    assert read.count("::vector") == 1
+    with connection.cursor() as cur:  # nothing of the read outlived it
+        cur.execute("SELECT current_setting('hnsw.ef_search', true), current_setting('transaction_read_only')")
+        assert cur.fetchone()[1] == "off"
