@@ -101,6 +101,11 @@ def search_path(*, tenant: Tenant, scope: str) -> str:
 # orders by it).
 QUERY_VECTOR_CTE = "query_vector AS (SELECT %s::vector AS v)"
 QUERY_VECTOR = "(SELECT v FROM query_vector)"
+# For a plan made without the values (recall's prepared statement): on the HNSW path the order
+# must come from the index. Such a plan cannot see that the scope is large (that is why the
+# path is HNSW) and would sort the whole scope instead; with sorts off only the final sort of
+# a handful of rows remains. Only ever SET LOCAL in a transaction of the statement's own.
+HNSW_ORDER_FROM_INDEX = "SET LOCAL enable_sort = off; "
 
 
 def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str, list[object]]:
@@ -109,9 +114,15 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
     SELECT of the candidates' columns (``candidate_from_row`` reads them) and its parameters.
     The path is ``search_path``'s (may run the scope-size statement, once a minute per scope)."""
     exact = search_path(tenant=tenant, scope=scope) == "exact"
-    where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
+    # ``(…) IS TRUE``: the same rows, but never a scan of the expiry index. Nearly every trail
+    # is unexpired, and a plan that doesn't know the values (recall's prepared statement) would
+    # otherwise AND the scope's index with the whole partition's expiry index.
+    where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND (expires_at > %s) IS TRUE "
              "AND embedding_model = %s")
-    params: list[object] = [tenant.pk, scope, timezone.now(), get_embedder().version, limit, tenant.pk]
+    # The limit is part of the SQL (an int): a plan that does not know the values still sees
+    # that only a few rows are wanted, so it keeps ordering by the HNSW index.
+    limit = int(limit)
+    params: list[object] = [tenant.pk, scope, timezone.now(), get_embedder().version, tenant.pk]
     if exact:
         # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
         # each distance once (sorting by a second copy of the expression costs ~20%).
@@ -119,7 +130,7 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
             "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
             "FROM (SELECT id, distance, query_normalised "
             f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} AS distance, query_normalised FROM cachecore_trail "
-            f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n "
+            f"{where} OFFSET 0) s ORDER BY distance LIMIT {limit}) n "
             "JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id"
         ), params
     return (
@@ -127,7 +138,7 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
         "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
         f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} "
         f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> {QUERY_VECTOR} "
-        "LIMIT %s) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
+        f"LIMIT {limit}) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
         params,
     )
 

@@ -9,13 +9,24 @@ rule lives in one place; the query's vector is sent once (``nearest.QUERY_VECTOR
 
 from __future__ import annotations
 
+import hashlib
+import re
+import threading
+import weakref
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from cachecore.engine.decide import Candidate, Cited
 from cachecore.selectors.citations import CITED_COLUMNS, cited_from_row, cited_sql
-from cachecore.selectors.nearest import CANDIDATE_COLUMNS, QUERY_VECTOR_CTE, candidate_from_row, candidates_sql
+from cachecore.selectors.nearest import (
+    CANDIDATE_COLUMNS,
+    HNSW_ORDER_FROM_INDEX,
+    QUERY_VECTOR_CTE,
+    candidate_from_row,
+    candidates_sql,
+)
 from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
 from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
 from tenants.caller import Caller
@@ -46,8 +57,8 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
                                                only_if="cand.prefetch_boundary IS NOT NULL")
     cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
                                     trails="c.trail_id = cand.id")
-    sql = (
-        f"{settings_sql}WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
+    statement = (
+        f"WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
         "SELECT cand.id, cand.distance, cand.query_normalised, cand.steps, cand.prefetch_boundary, "
         "neg.cosines, neg.bars, tf.terms, tf.sections, cit.* FROM cand "
         f"CROSS JOIN ({frequencies}) tf "
@@ -56,11 +67,7 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
         "ORDER BY cand.distance, cand.id, cit.position"
     )
     params = [vector, *candidate_params, *frequency_params, *negative_params, *cited_params]
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        while cur.description is None and cur.nextset():
-            pass
-        rows = cur.fetchall()
+    rows = _execute(settings_sql, statement, params)
     if not rows:
         return RecallSnapshot([])
     order: dict[str, Candidate] = {}
@@ -82,3 +89,56 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
     found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
     found.sort(key=lambda c: c.similarity, reverse=True)
     return RecallSnapshot(found, sections, df)
+
+
+# Planning the statement costs about as much as running it (≈ 1 ms each on the bench's data),
+# so outside a caller's transaction each database session prepares it once and runs it with a
+# generic plan: the tenant's partitions are pruned when it runs, and the path (exact or HNSW)
+# is already in the SQL. Inside a caller's transaction it is planned each time, so that no
+# planner setting outlives it there.
+# The names each session (raw connection) has prepared; None: unknown after an error.
+_prepared: weakref.WeakKeyDictionary[Any, set[str] | None] = weakref.WeakKeyDictionary()
+_prepared_lock = threading.Lock()
+_PLACEHOLDER = re.compile(r"%s")
+
+
+def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tuple[Any, ...]]:
+    """Run ``statement`` (``%s`` placeholders) after ``settings_sql`` (``SET LOCAL``s) in one
+    round trip: outside a transaction, as this session's prepared statement with a generic
+    plan (``PREPARE`` the first time, then ``EXECUTE``; one implicit transaction)."""
+    with connection.cursor() as cur:
+        if connection.in_atomic_block:
+            cur.execute(f"{settings_sql}{statement}", params)
+            while cur.description is None and cur.nextset():
+                pass
+            return cur.fetchall()
+        numbered = iter(range(1, len(params) + 1))
+        body = _PLACEHOLDER.sub(lambda _: f"${next(numbered)}", statement)
+        name = "recall_snapshot_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+        raw = connection.connection
+        with _prepared_lock:
+            names = _prepared.get(raw, set())
+        for attempt in (1, 2):
+            if names is None:  # after a failed run: ask the session what it holds
+                cur.execute("SELECT name FROM pg_prepared_statements")
+                names = {r[0] for r in cur.fetchall()}
+            prepare = "" if name in names else f"PREPARE {name} AS {body}; "
+            order = HNSW_ORDER_FROM_INDEX if settings_sql else ""
+            sql = (f"{settings_sql}{order}SET LOCAL plan_cache_mode = force_generic_plan; {prepare}"
+                   f"EXECUTE {name}({', '.join(['%s'] * len(params))})")
+            try:
+                cur.execute(sql, params)
+                while cur.description is None and cur.nextset():
+                    pass
+                rows = cur.fetchall()
+                break
+            except DatabaseError as exc:
+                names = None
+                with _prepared_lock:
+                    _prepared[raw] = None
+                # Someone deallocated it (DEALLOCATE/DISCARD ALL): prepare it again, once.
+                if attempt == 2 or getattr(exc.__cause__, "sqlstate", None) != "26000":
+                    raise
+    with _prepared_lock:
+        _prepared[raw] = names | {name}
+    return rows

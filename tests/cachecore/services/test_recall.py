@@ -4,6 +4,7 @@ import importlib
 
 import pytest
 
+from cachecore.embedding import get_embedder
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
@@ -88,35 +89,64 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
 
 
 @pytest.mark.parametrize("path", ["exact", "hnsw"])
-def test_outside_a_transaction_the_reads_are_one_statement_and_the_write_another(transactional_db, make_tenant,
-                                                                                settings, path):
-    """The snapshot is one statement (no BEGIN, SET TRANSACTION or COMMIT of its own; on the
-    HNSW path its SET LOCAL settings travel in the same round trip), and the write one more:
-    two round trips per recall once the scope's size is known."""
-    from django.db import connection
+def test_outside_a_transaction_the_reads_are_one_prepared_statement_and_the_write_another(
+        transactional_db, make_tenant, settings, path):
+    """The snapshot is one statement (no BEGIN, SET TRANSACTION or COMMIT of its own), prepared
+    once per database session and then only executed, its SET LOCAL settings in the same round
+    trip, the query's vector sent once; the write is one more: two round trips per recall once
+    the scope's size is known. It reads what the same statement planned inside a transaction
+    reads."""
+    from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
     from cachecore.selectors import nearest
+    from cachecore.selectors.recall_snapshot import recall_snapshot
 
     if path == "hnsw":
         settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 0  # every non-empty scope goes through HNSW
     nearest._scope_sizes.clear()
     tenant = make_tenant()
     _seed(tenant, trails=3, sections_per_trail=2)
-    recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
-    assert nearest.search_path(tenant=tenant, scope="default") == path
-    with CaptureQueriesContext(connection) as captured:
-        result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
-    nearest._scope_sizes.clear()
-    assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
-    statements = [q["sql"] for q in captured.captured_queries]
-    assert len(statements) == 2, statements
-    read, write = statements
-    assert "cachecore_citation" in read and "cachecore_termfrequency" in read and "cachecore_recallevent" in read
-    assert read.startswith("SET LOCAL hnsw.") == (path == "hnsw")
-    assert write.startswith("SET LOCAL synchronous_commit = off; ")
-    # The query's vector travels once in the read (its literal is its only "[…]" of floats).
-    assert read.count("::vector") == 1
-    with connection.cursor() as cur:  # nothing of the read outlived it
-        cur.execute("SELECT current_setting('hnsw.ef_search', true), current_setting('transaction_read_only')")
-        assert cur.fetchone()[1] == "off"
+    try:
+        recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
+        assert nearest.search_path(tenant=tenant, scope="default") == path
+        with CaptureQueriesContext(connection) as captured:
+            result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
+        assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
+        statements = [q["sql"] for q in captured.captured_queries]
+        assert len(statements) == 2, statements
+        read, write = statements
+        assert "EXECUTE recall_snapshot_" in read and "PREPARE" not in read  # prepared by the first recall
+        assert read.startswith("SET LOCAL hnsw.") == (path == "hnsw")
+        assert read.count("'[") == 1  # the vector's literal, once
+        assert write.startswith("SET LOCAL synchronous_commit = off; ")
+        with connection.cursor() as cur:  # no setting of the read outlived it
+            cur.execute("SELECT current_setting('plan_cache_mode'), current_setting('enable_sort')")
+            assert cur.fetchone() == ("force_custom_plan", "on")
+
+        vector = nearest.vector_literal(get_embedder().embed_one("how do i install acme, variant 1?"))
+        terms = ["acme", "instal", "variant"]
+        prepared = recall_snapshot(caller=tenant_caller(tenant), scope="default", vector=vector, terms=terms, limit=5)
+        with transaction.atomic():
+            planned = recall_snapshot(caller=tenant_caller(tenant), scope="default", vector=vector, terms=terms,
+                                      limit=5)
+        assert len(prepared.candidates) == 3 and all(len(c.cited) == 2 for c in prepared.candidates)
+        assert prepared == planned
+    finally:
+        nearest._scope_sizes.clear()
+
+
+def test_a_recall_prepares_its_read_again_when_the_session_lost_it(transactional_db, make_tenant):
+    """DEALLOCATE ALL (or DISCARD ALL, as a pooler may send) drops the session's prepared
+    statements: the next recall prepares its read again and answers as before."""
+    from django.db import connection
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    first = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    with connection.cursor() as cur:
+        cur.execute("DEALLOCATE ALL")
+    again = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    assert first.answer.outcome == again.answer.outcome == "prefetch"
+    assert again.answer.sections == first.answer.sections
