@@ -96,10 +96,14 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
 # generic plan: the tenant's partitions are pruned when it runs, and the path (exact or HNSW)
 # is already in the SQL. Inside a caller's transaction it is planned each time, so that no
 # planner setting outlives it there.
-# The names each session (raw connection) has prepared; None: unknown after an error.
-_prepared: weakref.WeakKeyDictionary[Any, set[str] | None] = weakref.WeakKeyDictionary()
+# What each session (raw connection) has prepared; False: the session's prepared statements are
+# not what this process made them (DEALLOCATE or DISCARD ALL, a pooler sharing server
+# connections): it plans the statement each time from then on.
+_prepared: weakref.WeakKeyDictionary[Any, set[str] | bool] = weakref.WeakKeyDictionary()
 _prepared_lock = threading.Lock()
 _PLACEHOLDER = re.compile(r"%s")
+# The prepared statement does not exist / already exists.
+_NOT_OURS = {"26000", "42P05"}
 
 
 def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tuple[Any, ...]]:
@@ -107,38 +111,36 @@ def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tu
     round trip: outside a transaction, as this session's prepared statement with a generic
     plan (``PREPARE`` the first time, then ``EXECUTE``; one implicit transaction)."""
     with connection.cursor() as cur:
-        if connection.in_atomic_block:
-            cur.execute(f"{settings_sql}{statement}", params)
-            while cur.description is None and cur.nextset():
-                pass
-            return cur.fetchall()
-        numbered = iter(range(1, len(params) + 1))
-        body = _PLACEHOLDER.sub(lambda _: f"${next(numbered)}", statement)
-        name = "recall_snapshot_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         raw = connection.connection
         with _prepared_lock:
             names = _prepared.get(raw, set())
-        for attempt in (1, 2):
-            if names is None:  # after a failed run: ask the session what it holds
-                cur.execute("SELECT name FROM pg_prepared_statements")
-                names = {r[0] for r in cur.fetchall()}
+        if not connection.in_atomic_block and names is not False:
+            numbered = iter(range(1, len(params) + 1))
+            body = _PLACEHOLDER.sub(lambda _: f"${next(numbered)}", statement)
+            name = "recall_snapshot_" + hashlib.sha256(body.encode()).hexdigest()[:16]
             prepare = "" if name in names else f"PREPARE {name} AS {body}; "
             order = HNSW_ORDER_FROM_INDEX if settings_sql else ""
-            sql = (f"{settings_sql}{order}SET LOCAL plan_cache_mode = force_generic_plan; {prepare}"
-                   f"EXECUTE {name}({', '.join(['%s'] * len(params))})")
             try:
-                cur.execute(sql, params)
-                while cur.description is None and cur.nextset():
-                    pass
-                rows = cur.fetchall()
-                break
+                cur.execute(f"{settings_sql}{order}SET LOCAL plan_cache_mode = force_generic_plan; {prepare}"
+                            f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
+                rows = _rows(cur)
             except DatabaseError as exc:
-                names = None
-                with _prepared_lock:
-                    _prepared[raw] = None
-                # Someone deallocated it (DEALLOCATE/DISCARD ALL): prepare it again, once.
-                if attempt == 2 or getattr(exc.__cause__, "sqlstate", None) != "26000":
+                if getattr(exc.__cause__, "sqlstate", None) not in _NOT_OURS:
                     raise
-    with _prepared_lock:
-        _prepared[raw] = names | {name}
-    return rows
+                # Nothing ran (one implicit transaction): plan it, now and from now on.
+                names = False
+            else:
+                names = names | {name}
+            with _prepared_lock:
+                _prepared[raw] = names
+            if names is not False:
+                return rows
+        cur.execute(f"{settings_sql}{statement}", params)
+        return _rows(cur)
+
+
+def _rows(cur: Any) -> list[tuple[Any, ...]]:
+    """The rows of the last statement with results (after the settings)."""
+    while cur.description is None and cur.nextset():
+        pass
+    return cur.fetchall()

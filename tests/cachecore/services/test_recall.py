@@ -136,9 +136,9 @@ def test_outside_a_transaction_the_reads_are_one_prepared_statement_and_the_writ
         nearest._scope_sizes.clear()
 
 
-def test_a_recall_prepares_its_read_again_when_the_session_lost_it(transactional_db, make_tenant):
+def test_a_recall_still_reads_when_the_session_lost_its_prepared_statement(transactional_db, make_tenant):
     """DEALLOCATE ALL (or DISCARD ALL, as a pooler may send) drops the session's prepared
-    statements: the next recall prepares its read again and answers as before."""
+    statements: the next recall answers as before (planning its read from then on)."""
     from django.db import connection
 
     tenant = make_tenant()
@@ -147,6 +147,23 @@ def test_a_recall_prepares_its_read_again_when_the_session_lost_it(transactional
     first = recall(caller=tenant_caller(tenant), scope="default", query=query)
     with connection.cursor() as cur:
         cur.execute("DEALLOCATE ALL")
-    again = recall(caller=tenant_caller(tenant), scope="default", query=query)
-    assert first.answer.outcome == again.answer.outcome == "prefetch"
-    assert again.answer.sections == first.answer.sections
+    for _ in range(2):
+        again = recall(caller=tenant_caller(tenant), scope="default", query=query)
+        assert again.answer.outcome == first.answer.outcome == "prefetch"
+        assert again.answer.sections == first.answer.sections
+
+
+def test_a_recall_still_reads_when_the_session_already_holds_its_statement(transactional_db, make_tenant):
+    """A server connection shared by a pooler may hold the statement another client prepared:
+    the recall does not fail on PREPARE, it answers as before."""
+    from cachecore.selectors import recall_snapshot
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    first = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    recall_snapshot._prepared.clear()  # this process forgets; the session still holds it
+    for _ in range(2):
+        again = recall(caller=tenant_caller(tenant), scope="default", query=query)
+        assert again.answer.outcome == first.answer.outcome == "prefetch"
+        assert again.answer.sections == first.answer.sections
