@@ -3,6 +3,9 @@ trails citing a section with their citation state."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from django.db import connection
 
@@ -10,7 +13,7 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Cited
 from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section, Trail
-from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
 
@@ -24,6 +27,57 @@ def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object
     if caller.scope_limited:
         return entries_visible_sql("s.scopes", "%s::text[]"), [list(caller.scope_prefixes)]
     return "true", []
+
+
+def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with_coverage: bool,
+              trails: str) -> tuple[str, list[object]]:
+    """The citations read as a SELECT (``cited_from_row`` reads its rows: ``CITED_COLUMNS``
+    columns, the trail id first, the citation's position last) and its parameters: the
+    caller's tenant's citations of the trails that the SQL condition ``trails`` names (on
+    ``c.trail_id``; its parameters, if any, follow these). ``with_coverage``: the statement
+    defines ``QUERY_VECTOR_CTE``."""
+    coverage = (
+        "cov.query, cov.trail, c.position FROM cachecore_citation c "
+        "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
+        f"LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> {QUERY_VECTOR})) AS query, "
+        "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
+        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
+        if with_coverage else
+        "NULL::float8, NULL::float8, c.position FROM cachecore_citation c LEFT JOIN cachecore_section s "
+        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
+    )
+    visible, visible_params = _visibility_sql(caller, scope)
+    params: list[object] = [query_terms, query_terms, query_terms, *visible_params]
+    if with_coverage:
+        params.append(get_embedder().version)
+    sql = (
+        "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
+        "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
+        "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
+        f"s.id IS NULL OR {visible}, "
+        f"{coverage} "
+        f"WHERE c.tenant_id = %s AND {trails}"
+    )
+    return sql, [*params, caller.tenant.pk]
+
+
+# Columns of a cited_sql row (the last one: the citation's position in its trail).
+CITED_COLUMNS = 12
+
+
+def cited_from_row(row: Sequence[Any], *, with_coverage: bool) -> Cited:
+    """The engine's Cited from a cited_sql row (``row[0]``, the trail id, aside)."""
+    if not row[8]:
+        return Cited(row[1], row[2], None, None, 0, None, hidden=True)
+    return Cited(
+        row[1], row[2], row[3], row[4], row[5] or 0, row[6], query_terms=frozenset(row[7] or ()),
+        coverage=float(row[9]) if row[9] is not None else None,
+        trail_coverage=float(row[10]) if row[10] is not None else None,
+        # Read with the query's embedding, a mirrored section with text and no coverage
+        # has no chunks for its current hash yet (a resolver's sections never have any).
+        chunks_pending=with_coverage and row[6] is not None and row[4] is not None and row[9] is None,
+    )
 
 
 def cited_sections_for_trails(
@@ -41,44 +95,18 @@ def cited_sections_for_trails(
     by_trail: dict[str, list[Cited]] = {str(t): [] for t in trail_ids}
     if not trail_ids:
         return by_trail
-    terms = query_terms or []
-    coverage = (
-        "cov.query, cov.trail FROM cachecore_citation c "
-        "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id LEFT JOIN cachecore_section s "
-        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
-        "LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> %s::vector)) AS query, "
-        "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
-        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
-        if embedding is not None else
-        "NULL::float8, NULL::float8 FROM cachecore_citation c LEFT JOIN cachecore_section s "
-        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
-    )
-    visible, visible_params = _visibility_sql(caller, scope)
-    params: list[object] = [terms, terms, terms, *visible_params]
-    if embedding is not None:
-        params += [vector_literal(embedding), get_embedder().version]
+    with_coverage = embedding is not None
+    select, params = cited_sql(caller=caller, scope=scope, query_terms=query_terms or [],
+                               with_coverage=with_coverage, trails="c.trail_id = ANY(%s::uuid[])")
+    sql = f"{select} ORDER BY c.trail_id, c.position"
+    params.append([str(t) for t in trail_ids])
+    if with_coverage:
+        sql = f"WITH {QUERY_VECTOR_CTE} {sql}"
+        params.insert(0, vector_literal(embedding))  # type: ignore[arg-type]
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
-            "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
-            "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
-            f"s.id IS NULL OR {visible}, "
-            f"{coverage} "
-            "WHERE c.tenant_id = %s AND c.trail_id = ANY(%s::uuid[]) ORDER BY c.trail_id, c.position",
-            [*params, caller.tenant.pk, [str(t) for t in trail_ids]],
-        )
+        cur.execute(sql, params)
         for r in cur.fetchall():
-            if not r[8]:
-                by_trail[str(r[0])].append(Cited(r[1], r[2], None, None, 0, None, hidden=True))
-                continue
-            by_trail[str(r[0])].append(Cited(
-                r[1], r[2], r[3], r[4], r[5] or 0, r[6], query_terms=frozenset(r[7] or ()),
-                coverage=float(r[9]) if r[9] is not None else None,
-                trail_coverage=float(r[10]) if r[10] is not None else None,
-                # Read with the query's embedding, a mirrored section with text and no coverage
-                # has no chunks for its current hash yet (a resolver's sections never have any).
-                chunks_pending=embedding is not None and r[6] is not None and r[4] is not None and r[9] is None,
-            ))
+            by_trail[str(r[0])].append(cited_from_row(r, with_coverage=with_coverage))
     return by_trail
 
 

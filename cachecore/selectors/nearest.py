@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 from django.conf import settings
@@ -95,6 +96,62 @@ def search_path(*, tenant: Tenant, scope: str) -> str:
     return "exact" if size <= exact_search_limit(rows=rows) else "hnsw"
 
 
+# The query's vector, sent once per statement: ``WITH query_vector AS (SELECT %s::vector AS v)``
+# and ``QUERY_VECTOR`` wherever a statement needs it (an init plan, so the HNSW index still
+# orders by it).
+QUERY_VECTOR_CTE = "query_vector AS (SELECT %s::vector AS v)"
+QUERY_VECTOR = "(SELECT v FROM query_vector)"
+# For a plan made without the values (recall's prepared statement): on the HNSW path the order
+# must come from the index. Such a plan cannot see that the scope is large (that is why the
+# path is HNSW) and would sort the whole scope instead; with sorts off only the final sort of
+# a handful of rows remains. Only ever SET LOCAL in a transaction of the statement's own.
+HNSW_ORDER_FROM_INDEX = "SET LOCAL enable_sort = off; "
+
+
+def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str, list[object]]:
+    """The nearest-trails read as parts of a statement that defines ``QUERY_VECTOR_CTE``:
+    the settings to send before it (HNSW path: ``SET LOCAL``; empty for the exact path), a
+    SELECT of the candidates' columns (``candidate_from_row`` reads them) and its parameters.
+    The path is ``search_path``'s (may run the scope-size statement, once a minute per scope)."""
+    exact = search_path(tenant=tenant, scope=scope) == "exact"
+    # ``(…) IS TRUE``: the same rows, but never a scan of the expiry index. Nearly every trail
+    # is unexpired, and a plan that doesn't know the values (recall's prepared statement) would
+    # otherwise AND the scope's index with the whole partition's expiry index.
+    where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND (expires_at > %s) IS TRUE "
+             "AND embedding_model = %s")
+    # The limit is part of the SQL (an int): a plan that does not know the values still sees
+    # that only a few rows are wanted, so it keeps ordering by the HNSW index.
+    limit = int(limit)
+    params: list[object] = [tenant.pk, scope, timezone.now(), get_embedder().version, tenant.pk]
+    if exact:
+        # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
+        # each distance once (sorting by a second copy of the expression costs ~20%).
+        return "", (
+            "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+            "FROM (SELECT id, distance, query_normalised "
+            f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} AS distance, query_normalised FROM cachecore_trail "
+            f"{where} OFFSET 0) s ORDER BY distance LIMIT {limit}) n "
+            "JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id"
+        ), params
+    return (
+        f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; ",
+        "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+        f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} "
+        f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> {QUERY_VECTOR} "
+        f"LIMIT {limit}) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
+        params,
+    )
+
+
+# Columns of a candidates_sql row.
+CANDIDATE_COLUMNS = 5
+
+
+def candidate_from_row(row: Sequence[object]) -> Candidate:
+    """The engine's Candidate from the first ``CANDIDATE_COLUMNS`` columns of a row."""
+    return Candidate(str(row[0]), 1.0 - float(row[1]), row[2], _json(row[3]), boundary=row[4])  # type: ignore[arg-type]
+
+
 def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray | str, limit: int = 5) -> list[Candidate]:
     """The ``limit`` nearest active, unexpired trails of the tenant's scope by cosine, best
     first, as the engine takes them (``engine.decide.Candidate``, its cited sections still
@@ -103,36 +160,13 @@ def nearest_trails(*, tenant: Tenant, scope: str, embedding: np.ndarray | str, l
     large ones through the HNSW index of the tenant's partition
     with iterative scan, re-ranked exactly. Both statements name the tenant wherever they read
     trails, so the planner touches one partition. Call inside a transaction (``SET LOCAL``)."""
-    vector = vector_literal(embedding)
-    exact = search_path(tenant=tenant, scope=scope) == "exact"
-    model = get_embedder().version
-    where = ("WHERE tenant_id = %s AND scope = %s AND status = 'active' AND expires_at > %s "
-             "AND embedding_model = %s")
+    settings_sql, select, params = candidates_sql(tenant=tenant, scope=scope, limit=limit)
     with connection.cursor() as cur:
-        if exact:
-            # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
-            # each distance once (sorting by a second copy of the expression costs ~20%).
-            cur.execute(
-                "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
-                "FROM (SELECT id, distance, query_normalised "
-                "FROM (SELECT id, embedding <=> %s::vector AS distance, query_normalised FROM cachecore_trail "
-                f"{where} OFFSET 0) s ORDER BY distance LIMIT %s) n "
-                "JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), model, limit, tenant.pk],
-            )
-        else:
-            # One round trip: the settings and the query travel together (client-side binding).
-            cur.execute(
-                f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
-                "FROM (SELECT id, embedding <=> %s::vector "
-                f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> %s::vector "
-                "LIMIT %s) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
-                [vector, tenant.pk, scope, timezone.now(), model, vector, limit, tenant.pk],
-            )
-            while cur.description is None and cur.nextset():
-                pass
+        # One round trip: the settings and the query travel together (client-side binding).
+        cur.execute(f"{settings_sql}WITH {QUERY_VECTOR_CTE} {select}", [vector_literal(embedding), *params])
+        while cur.description is None and cur.nextset():
+            pass
         rows = cur.fetchall()
-    candidates = [Candidate(str(r[0]), 1.0 - float(r[1]), r[2], _json(r[3]), boundary=r[4]) for r in rows]
+    candidates = [candidate_from_row(r) for r in rows]
     candidates.sort(key=lambda c: c.similarity, reverse=True)
     return candidates

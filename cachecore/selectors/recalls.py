@@ -14,7 +14,7 @@ from django.utils import timezone
 from cachecore.engine.boundary import local_bar
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
-from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
 from cachecore.selectors.stats import recall_counts
 from tenants.caller import Caller, require_superuser
 from tenants.models import Tenant
@@ -127,16 +127,35 @@ def trail_negatives(*, tenant: Tenant, trail_id: object, query_embedding: Any = 
         return [Negative(r[0], float(r[1]), None if r[2] is None else float(r[2])) for r in cur.fetchall()]
 
 
+def negatives_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple[str, list[object]]:
+    """A trail's negatives as a SELECT of one row (each negative's cosine to the query, and
+    its bar, as two arrays; NULL when it has none) for a statement that defines
+    ``QUERY_VECTOR_CTE``: ``trail`` is the SQL of the trail's id; the index is not read at all
+    unless the SQL condition ``only_if`` holds. On the partial index."""
+    return ("SELECT array_agg(1 - (negative_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
+            "array_agg(negative_bar) AS bars FROM cachecore_recallevent "
+            f"WHERE ({only_if}) AND tenant_id = %s AND negative_for = {trail}"), [tenant.pk]
+
+
+def bar_from_negatives(cosines: list[float] | None, bars: list[float] | None, *,
+                       boundary: float | None) -> float | None:
+    """The bar a trail with ``boundary`` sets for the query, from its negatives (a
+    negatives_sql row): the trail-wide boundary when it has none, else ``local_bar``."""
+    if not cosines or not bars:
+        return boundary
+    return local_bar(zip(cosines, bars))
+
+
 def negative_bars(*, tenant: Tenant, trail_ids: list[str], embedding: Any) -> dict[str, float | None]:
     """For trails with a boundary: the bar their negatives set for a query with ``embedding``
     (engine.boundary.local_bar), None when no negative is like it. Trails without any negative
     are left out (their boundary is trail-wide). One statement, on the partial index."""
     if not trail_ids:
         return {}
+    select, params = negatives_sql(tenant=tenant, trail="t.id")
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT negative_for, array_agg(1 - (negative_embedding <=> %s::vector)), array_agg(negative_bar) "
-            "FROM cachecore_recallevent WHERE tenant_id = %s AND negative_for = ANY(%s::uuid[]) "
-            "GROUP BY negative_for",
-            [vector_literal(embedding), tenant.pk, [str(t) for t in trail_ids]])
+            f"WITH {QUERY_VECTOR_CTE} SELECT t.id, n.cosines, n.bars FROM unnest(%s::uuid[]) AS t(id) "
+            f"CROSS JOIN LATERAL ({select}) n WHERE n.cosines IS NOT NULL",
+            [vector_literal(embedding), [str(t) for t in trail_ids], *params])
         return {str(r[0]): local_bar(zip(r[1], r[2])) for r in cur.fetchall()}

@@ -8,15 +8,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-import numpy as np
 from django.db import connection
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.decide import Candidate
-from cachecore.selectors.nearest import _json, vector_literal
+from cachecore.engine.decide import Candidate, Cited
+from cachecore.selectors.citations import CITED_COLUMNS, cited_from_row, cited_sql
+from cachecore.selectors.nearest import CANDIDATE_COLUMNS, QUERY_VECTOR, QUERY_VECTOR_CTE, candidate_from_row
+from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
@@ -65,70 +66,105 @@ def _tenant_chunks(tenant_pk: object) -> int:
 @dataclass(frozen=True)
 class Covering:
     """What the sections covering a query say: the best of them (section id, best cosine), best
-    first, and the trails citing the best few (candidates found through their sections)."""
+    first, and the trails citing the best few (candidates found through their sections, with
+    their cited sections and their negatives' bar, as the snapshot reads them)."""
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
 
 
-def covering(
-    *, caller: Caller, scope: str, embedding: np.ndarray | str, threshold: float, exclude: list[str],
+def covering_sql(
+    *, caller: Caller, scope: str, terms: list[str], threshold: float, exclude: list[str],
     limit: int = RIVAL_SECTIONS, route: int = SECTION_ROUTE, exact_max_chunks: int = EXACT_MAX_CHUNKS,
-) -> Covering:
-    """The tenant's sections visible to ``scope`` whose chunks (of their current hash and the
-    current model) come closest to the query, best first, each with its best cosine; and the
+) -> tuple[str, str, list[object]]:
+    """The covering read as the settings to send before it (HNSW path: ``SET LOCAL``), one
+    statement that defines ``QUERY_VECTOR_CTE`` (its vector is the first parameter) and its
+    parameters; ``covering_from_rows`` reads its rows.
+
+    It reads the tenant's sections visible to ``scope`` whose chunks (of their current hash and
+    the current model) come closest to the query, best first, each with its best cosine; and the
     active, unexpired trails of the scope (current model) other than ``exclude`` that cite one of
-    the best ``route`` sections whose cosine reaches ``threshold``, nearest question first
-    (``via_sections``). One statement: exact over a small tenant's chunks, through the chunks'
-    HNSW index with iterative scan for a large one (``exact_max_chunks``). A section the
-    recall's scope may not see never counts: what it holds must not shape another scope's
-    answer. Call inside a transaction."""
-    tenant_pk = caller.tenant.pk
-    vector = vector_literal(embedding)
-    visible = entries_admit_scope_sql("s.scopes", "%(scope)s::text", "%(tenant_wide)s::boolean")
-    own = "ch.tenant_id = %(tenant)s AND ch.embedding_model = %(model)s"
+    the best ``route`` sections whose cosine reaches ``threshold``, nearest question first, each
+    with its cited sections (``citations.cited_sql``) and its negatives (``recalls.negatives_sql``).
+    Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
+    large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
+    what it holds must not shape another scope's answer."""
+    tenant = caller.tenant
+    model = get_embedder().version
+    # Placeholders in the order the SQL spells them: tenant-wide first, then the scope.
+    visible = entries_admit_scope_sql("s.scopes", "%s::text", "%s::boolean")
+    own = "ch.tenant_id = %s AND ch.embedding_model = %s"
     current = f"JOIN cachecore_section s ON s.id = c.section_id AND s.sha256 = c.sha256 WHERE {visible}"
-    exact = _tenant_chunks(tenant_pk) <= exact_max_chunks
+    distance = f"ch.embedding <=> {QUERY_VECTOR}"
+    exact = _tenant_chunks(tenant.pk) <= exact_max_chunks
     if exact:
         # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index: a small tenant's
         # chunks through the (tenant, model) index, every distance computed once.
-        ranked = ("(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, ch.embedding <=> "
-                  f"%(vector)s::vector AS distance FROM cachecore_sectionchunk ch WHERE {own} OFFSET 0) c {current})")
+        settings_sql, order = "", "OFFSET 0"
     else:
         # The nearest chunks of the tenant through the HNSW index (iterative scan: the tenant's
-        # filter is applied inside the scan), then their sections' current hash and scopes.
-        ranked = ("(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, ch.embedding <=> "
-                  f"%(vector)s::vector AS distance FROM cachecore_sectionchunk ch WHERE {own} "
-                  f"ORDER BY distance LIMIT %(chunks)s) c {current})")
-    sql = (
-        f"WITH best AS MATERIALIZED (SELECT external_id, 1 - min(distance) AS cos FROM {ranked} b "
-        "GROUP BY external_id ORDER BY cos DESC LIMIT %(limit)s), "
-        "route AS (SELECT external_id FROM best WHERE cos >= %(threshold)s ORDER BY cos DESC LIMIT %(route)s), "
-        "citing AS (SELECT t.id, t.embedding <=> %(vector)s::vector AS distance, t.query_normalised, t.steps, "
-        "t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %(tenant)s AND t.scope = %(scope)s "
-        "AND t.status = 'active' AND t.expires_at > %(now)s AND t.embedding_model = %(model)s "
-        "AND NOT (t.id = ANY(%(exclude)s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
-        "WHERE c.tenant_id = %(tenant)s AND c.section_id IN (SELECT external_id FROM route)) "
-        "ORDER BY distance LIMIT %(route)s) "
-        "SELECT external_id, cos, NULL::uuid, NULL::text, NULL::jsonb, NULL::float8 FROM best "
-        "UNION ALL SELECT NULL, 1 - distance, id, query_normalised, steps, prefetch_boundary FROM citing"
+        # filter applies inside the scan), then their sections' current hash and scopes. The
+        # limit is in the SQL, so a plan made without the values still orders by the index.
+        settings_sql = f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
+        order = f"ORDER BY {distance} LIMIT {int(RIVAL_CHUNKS)}"
+    best = (
+        "best AS MATERIALIZED (SELECT external_id, 1 - min(distance) AS cos FROM "
+        f"(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, {distance} AS distance "
+        f"FROM cachecore_sectionchunk ch WHERE {own} {order}) c {current}) b "
+        f"GROUP BY external_id ORDER BY cos DESC LIMIT {int(limit)})"
     )
-    params = {"vector": vector, "model": get_embedder().version, "tenant": tenant_pk,
-              "tenant_wide": not caller.scope_limited, "scope": scope, "chunks": RIVAL_CHUNKS, "limit": limit,
-              "threshold": threshold, "route": route, "now": timezone.now(), "exclude": [str(t) for t in exclude]}
-    with connection.cursor() as cur:
-        if exact:
-            cur.execute(sql, params)
-        else:
-            # One round trip: the settings and the query travel together (client-side binding).
-            # Sorts off: the planner's estimate of a tenant's share of the chunks must not turn
-            # the scan into a sort of every chunk of the tenant.
-            cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
-                        "SET LOCAL enable_sort = off; " + sql, params)
-            while cur.description is None and cur.nextset():
-                pass
-        rows = cur.fetchall()
-    sections = sorted(((r[0], float(r[1])) for r in rows if r[2] is None), key=lambda x: -x[1])
-    candidates = sorted((Candidate(str(r[2]), float(r[1]), r[3], _json(r[4]), boundary=r[5], via_sections=True)
-                         for r in rows if r[2] is not None), key=lambda c: -c.similarity)
-    return Covering(sections, candidates)
+    chosen = f"route AS (SELECT external_id FROM best WHERE cos >= %s ORDER BY cos DESC LIMIT {int(route)})"
+    citing = (
+        f"citing AS MATERIALIZED (SELECT t.id, t.embedding <=> {QUERY_VECTOR} AS distance, t.query_normalised, "
+        "t.steps, t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.scope = %s "
+        "AND t.status = 'active' AND (t.expires_at > %s) IS TRUE AND t.embedding_model = %s "
+        "AND NOT (t.id = ANY(%s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
+        "WHERE c.tenant_id = %s AND c.section_id IN (SELECT external_id FROM route)) "
+        f"ORDER BY 2 LIMIT {int(route)})"
+    )
+    negatives, negative_params = negatives_sql(tenant=tenant, trail="citing.id",
+                                               only_if="citing.prefetch_boundary IS NOT NULL")
+    cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
+                                    trails="c.trail_id = citing.id")
+    statement = (
+        f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
+        "SELECT (SELECT array_agg(external_id ORDER BY cos DESC) FROM best), "
+        "(SELECT array_agg(cos ORDER BY cos DESC) FROM best), "
+        "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
+        "neg.cosines, neg.bars, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
+        f"LEFT JOIN LATERAL ({negatives}) neg ON true LEFT JOIN LATERAL ({cited}) cit ON true "
+        "ORDER BY citing.distance, citing.id, cit.position"
+    )
+    params: list[object] = [
+        tenant.pk, model, not caller.scope_limited, scope, threshold,
+        tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude], tenant.pk,
+        *negative_params, *cited_params,
+    ]
+    return settings_sql, statement, params
+
+
+def covering_from_rows(rows: list[tuple]) -> Covering:
+    """The Covering of a ``covering_sql`` statement's rows."""
+    if not rows:
+        return Covering()
+    ids, cosines = rows[0][0] or [], rows[0][1] or []
+    order: dict[str, Candidate] = {}
+    cited_by: dict[str, list[Cited]] = {}
+    first = 2 + CANDIDATE_COLUMNS + 2
+    for row in rows:
+        if row[2] is None:
+            continue
+        trail_id = str(row[2])
+        if trail_id not in order:
+            candidate = replace(candidate_from_row(row[2:2 + CANDIDATE_COLUMNS]), via_sections=True)
+            if candidate.boundary is not None:
+                bar = bar_from_negatives(row[2 + CANDIDATE_COLUMNS], row[3 + CANDIDATE_COLUMNS],
+                                         boundary=candidate.boundary)
+                candidate = replace(candidate, boundary=bar)
+            order[trail_id] = candidate
+            cited_by[trail_id] = []
+        if row[first] is not None:
+            cited_by[trail_id].append(cited_from_row(row[first:first + CITED_COLUMNS], with_coverage=True))
+    found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
+    found.sort(key=lambda c: c.similarity, reverse=True)
+    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found)

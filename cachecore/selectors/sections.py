@@ -70,16 +70,26 @@ def sections_search(*, caller: Caller, q: str = "", scope: str = "", cited_by: b
     return sections.order_by("external_id")
 
 
-def term_frequencies(*, tenant: Tenant, terms: list[str]) -> tuple[int, dict[str, int]]:
-    """How many sections the tenant has, and how many hold each of ``terms`` (absent: none)."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT term, sections FROM cachecore_termfrequency WHERE tenant_id = %s AND term = ANY(%s::text[])",
-            [tenant.pk, [SECTION_COUNT_TERM, *terms]],
-        )
-        rows = dict(cur.fetchall())
+def term_frequencies_sql(*, tenant: Tenant, terms: list[str]) -> tuple[str, list[object]]:
+    """The term frequencies read as a SELECT of one row (the terms found and their section
+    counts as two arrays, the tenant's section count among them) and its parameters."""
+    return ("SELECT array_agg(term) AS terms, array_agg(sections) AS sections FROM cachecore_termfrequency "
+            "WHERE tenant_id = %s AND term = ANY(%s::text[])"), [tenant.pk, [SECTION_COUNT_TERM, *terms]]
+
+
+def term_frequencies_from_row(terms: list[str] | None, counts: list[int] | None) -> tuple[int, dict[str, int]]:
+    """``term_frequencies``' answer from a term_frequencies_sql row."""
+    rows = dict(zip(terms or [], counts or []))
     total = int(rows.pop(SECTION_COUNT_TERM, 0))
     return total, {k: int(v) for k, v in rows.items()}
+
+
+def term_frequencies(*, tenant: Tenant, terms: list[str]) -> tuple[int, dict[str, int]]:
+    """How many sections the tenant has, and how many hold each of ``terms`` (absent: none)."""
+    select, params = term_frequencies_sql(tenant=tenant, terms=terms)
+    with connection.cursor() as cur:
+        cur.execute(select, params)
+        return term_frequencies_from_row(*cur.fetchone())
 
 
 def coverage_by_section(*, section_hashes: dict[int, str], embedding: np.ndarray) -> dict[int, float]:

@@ -1,8 +1,8 @@
 """Recall: read → resolve → decide → write.
 
 1. **Read** the nearest active trails of the scope, their cited sections' current hash and
-   text with the query's chunk coverage (one statement, one snapshot), and the document
-   frequencies of the query's terms — in one read-only snapshot.
+   text with the query's chunk coverage, the bars their negatives set, and the document
+   frequencies of the query's terms — in one statement (one snapshot, one round trip).
 2. **Resolve** sections the tenant does not mirror with its resolver (an HTTP call, outside any
    database transaction).
 3. **Decide** in the engine (``engine/decide.py``): a pure function holds every threshold, band
@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import psycopg
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -33,15 +30,12 @@ from cachecore.engine.pairfeatures import content_words, default_scorer
 from cachecore.engine.scorer import default_match_scorer, default_question_scorer
 from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
-from cachecore.selectors.citations import cited_sections_for_trails
-from cachecore.selectors.nearest import nearest_trails, vector_literal
-from cachecore.selectors.recalls import negative_bars
-from cachecore.selectors.rivals import Covering, covering
-from cachecore.selectors.sections import term_frequencies
+from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.recall_snapshot import recall_covering, recall_snapshot
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
 
-# Candidates read per recall (nearest questions).
+# Candidates read per recall.
 CANDIDATES = 5
 
 
@@ -85,7 +79,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Read:
     candidates: list[Candidate]
     idf: Idf
@@ -94,54 +88,19 @@ class _Read:
 
 
 def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
-    tenant = caller.tenant
-    candidates = nearest_trails(tenant=tenant, scope=scope, embedding=vector, limit=CANDIDATES)
-    # The sections covering the query best weigh each trail's cited text; and since a reworded
-    # question may share no words with the trail's, the trails citing the best few are candidates
-    # too (one statement).
-    cover = covering(caller=caller, scope=scope, embedding=vector, threshold=tenant.similarity_threshold,
-                     exclude=[c.trail_id for c in candidates]) if candidates else Covering()
-    candidates += cover.candidates
-    # Served only when the section's scopes admit the recall's scope now (else: missing).
-    cited = cited_sections_for_trails(caller=caller, scope=scope, trail_ids=[c.trail_id for c in candidates],
-                                      query_terms=terms, embedding=vector)
-    sections, df = term_frequencies(tenant=tenant, terms=terms) if candidates else (0, {})
-    # Only trails whose text went uncited before have a boundary: most recalls skip this read.
-    # A trail with negatives gets the bar they set for this query (None: no negative like it).
-    bounded = [str(c.trail_id) for c in candidates if c.boundary is not None]
-    bars = negative_bars(tenant=tenant, trail_ids=bounded, embedding=vector) if bounded else {}
-    return _Read([replace(c, cited=tuple(cited[c.trail_id]), boundary=bars.get(str(c.trail_id), c.boundary))
-                  for c in candidates], Idf(sections, df), cover.sections)
-
-
-@contextmanager
-def read_only_snapshot() -> Iterator[None]:
-    """A read-only repeatable-read transaction of its own (inside a caller's transaction, the
-    reads simply join it). The isolation level and read-only mode are the connection's options
-    for this one transaction, so the driver opens it with ``BEGIN ISOLATION LEVEL REPEATABLE READ
-    READ ONLY``, with no ``SET TRANSACTION`` round trip of its own."""
-    if connection.in_atomic_block:
-        yield
-        return
-    connection.ensure_connection()
-    raw = connection.connection
-    before = (raw.isolation_level, raw.read_only)
-    raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
-    try:
-        with transaction.atomic():
-            yield
-    finally:
-        if not raw.closed and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            raw.isolation_level, raw.read_only = before
-        else:
-            # Never leave a read-only connection behind for the next statement: drop it.
-            connection.close()
-
-
-def _read_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
-    """Every read in one snapshot (``read_only_snapshot``)."""
-    with read_only_snapshot():
-        return _read(caller=caller, scope=scope, vector=vector, terms=terms)
+    """Every read in two statements (``selectors.recall_snapshot``), each one snapshot and one
+    round trip, no transaction of their own. The first: the nearest trails with their cited
+    sections, negatives and the term frequencies. The second: the sections covering the query
+    best (each candidate's cited text is weighed against them), and, since a reworded question
+    may share no word with the trail's, the trails citing the best few. A section the recall's
+    scope may not see now is missing for it; a trail with negatives gets the bar they set."""
+    snapshot = recall_snapshot(caller=caller, scope=scope, vector=vector, terms=terms, limit=CANDIDATES)
+    if not snapshot.candidates:
+        return _Read([], Idf(snapshot.sections, snapshot.df))
+    cover = recall_covering(caller=caller, scope=scope, vector=vector, terms=terms,
+                            threshold=caller.tenant.similarity_threshold,
+                            exclude=[c.trail_id for c in snapshot.candidates])
+    return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), cover.sections)
 
 
 def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:
@@ -190,7 +149,7 @@ def recall(
     terms = sorted(content_words(normalised))
     clock.lap("embedding")
     policy = tenant_policy(tenant)
-    read = _read_snapshot(caller=caller, scope=scope, vector=vector, terms=terms)
+    read = _read(caller=caller, scope=scope, vector=vector, terms=terms)
     clock.lap("search")
     candidates = _resolve_remote(tenant=tenant, candidates=read.candidates)
     clock.lap("validation")

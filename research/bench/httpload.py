@@ -59,13 +59,14 @@ class Server:
 @contextmanager
 def gunicorn(*, database_url: str, workers: int = 2, worker_class: str = "sync", threads: int = 1,
              timeout_s: float = 60.0, app: str = "config.wsgi:application",
-             extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+             extra_env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Server]:
+    """gunicorn serving ``app`` on a free port (from ``cwd``, this checkout by default)."""
     port = free_port()
     env = dict(os.environ, DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="config.settings", **(extra_env or {}))
     args = [str(Path(sys.executable).parent / "gunicorn"), app,
             "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", worker_class,
             "--threads", str(threads), "--log-level", "warning", "--graceful-timeout", "5", "--timeout", "60"]
-    process = subprocess.Popen(args, cwd=BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(args, cwd=cwd or BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     server = Server(port, process, workers, worker_class, threads)
     try:
         deadline = time.monotonic() + timeout_s

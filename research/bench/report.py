@@ -55,8 +55,8 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
     by_path = get(report, "recall.included.by_path") or {}
     paths = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in sorted(by_path.items()))
     model = get(report, "config.embedding_model") or "the embedding model"
-    model_step = (f"{model} takes {emb:.1f} ms of one core per query here (one thread); then the snapshot's reads "
-                  "in one statement, the log write off the request and a web path without DRF's per-field work "
+    model_step = (f"{model} takes {emb:.1f} ms of one core per query here (one thread); then the log write off "
+                  "the request, the scoring's per-candidate features and DRF's request validation "
                   "(docs/performance.md, not done yet)")
     if path.startswith("recall.included."):
         phases = get(report, "recall.included.by_phase") or {}

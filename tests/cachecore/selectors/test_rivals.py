@@ -1,14 +1,14 @@
-"""selectors.rivals: the tenant's sections that cover a query best, visible to the recall's
-scope only, by either route (exact scan, HNSW), and the trails citing the best of them, against
-a real PostgreSQL with pgvector."""
+"""selectors.rivals (run by recall_snapshot.recall_covering): the tenant's sections that
+cover a query best, visible to the recall's scope only, by either route (exact scan, HNSW), and
+the trails citing the best of them, against a real PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
 from cachecore.embedding import get_embedder
-from cachecore.selectors.rivals import covering
+from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.recall_snapshot import recall_covering
 from tenants.caller import tenant_caller
 
 pytestmark = pytest.mark.django_db
@@ -22,10 +22,9 @@ SECTIONS = {
 
 
 def _covering(caller, scope: str, query: str, *, threshold: float = 0.3, exclude=(), **kw):
-    vector = get_embedder().embed_one(query)
-    with transaction.atomic():
-        return covering(caller=tenant_caller(caller.tenant), scope=scope, embedding=vector, threshold=threshold,
-                        exclude=list(exclude), **kw)
+    vector = vector_literal(get_embedder().embed_one(query))
+    return recall_covering(caller=tenant_caller(caller.tenant), scope=scope, vector=vector, terms=[],
+                           threshold=threshold, exclude=list(exclude), **kw)
 
 
 def _best(caller, scope: str, query: str, **kw) -> list[tuple[str, float]]:
@@ -70,6 +69,9 @@ def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(
     query = "how long does the broker wait for an ack before redelivery?"
     found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
     assert [c.trail_id for c in found.candidates] == [ours] and found.candidates[0].via_sections
+    # Read with its cited sections, as the first read gives them.
+    assert [c.section_id for c in found.candidates[0].cited] == ["broker#visibility"]
+    assert found.candidates[0].cited[0].text == SECTIONS["broker#visibility"]
     assert other not in {c.trail_id for c in found.candidates} and elsewhere != ours
     assert -1.0 <= found.candidates[0].similarity <= 1.0
     # Already among the nearest questions: not found twice. Over the threshold only.

@@ -2,6 +2,9 @@
 
 import importlib
 
+import pytest
+
+from cachecore.embedding import get_embedder
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_record
@@ -74,7 +77,7 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
     with CaptureQueriesContext(connection) as captured:
         result = recall(caller=tenant_caller(tenant), scope="default", query=query)
     assert not connection.in_atomic_block
-    writes = [q["sql"] for q in captured.captured_queries if "cachecore_recallevent" in q["sql"]]
+    writes = [q["sql"] for q in captured.captured_queries if "INSERT INTO cachecore_recallevent" in q["sql"]]
     assert len(writes) == 1 and writes[0].startswith("SET LOCAL synchronous_commit = off; ")
     assert captured.captured_queries[-1]["sql"] == writes[0]  # no COMMIT or savepoint after it
     event = RecallEvent.objects.get(pk=result.recall_id)  # committed: another transaction reads it
@@ -85,20 +88,84 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
         assert cur.fetchone()[0] == "on"  # the setting did not outlive the write
 
 
-def test_the_snapshot_opens_read_only_repeatable_read_without_a_set_transaction(transactional_db):
-    """The reads' transaction options travel with BEGIN (the connection's options for that one
-    transaction), and the connection is back to its own options after it."""
-    from django.db import connection
+@pytest.mark.parametrize("path", ["exact", "hnsw"])
+def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_write_another(
+        transactional_db, make_tenant, settings, path):
+    """The snapshot is one statement (no BEGIN, SET TRANSACTION or COMMIT of its own), prepared
+    once per database session and then only executed, its SET LOCAL settings in the same round
+    trip, the query's vector sent once; the covering sections and the trails citing them are a
+    second one, prepared the same way; the write is one more: three round trips per recall once
+    the scope's size is known. It reads what the same statement planned inside a transaction
+    reads."""
+    from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from cachecore.services.recall import read_only_snapshot
+    from cachecore.selectors import nearest
+    from cachecore.selectors.recall_snapshot import recall_snapshot
 
-    with CaptureQueriesContext(connection) as captured:
-        with read_only_snapshot(), connection.cursor() as cur:
-            cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
-            assert cur.fetchone() == ("repeatable read", "on")
-    assert not any("SET TRANSACTION" in q["sql"] for q in captured.captured_queries)
-    with connection.cursor() as cur:  # autocommit again, default options: writes work
-        cur.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')")
-        assert cur.fetchone() == ("read committed", "off")
-        cur.execute("CREATE TEMP TABLE snapshot_probe (x int); INSERT INTO snapshot_probe VALUES (1)")
+    if path == "hnsw":
+        settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 0  # every non-empty scope goes through HNSW
+    nearest._scope_sizes.clear()
+    tenant = make_tenant()
+    _seed(tenant, trails=3, sections_per_trail=2)
+    try:
+        recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
+        assert nearest.search_path(tenant=tenant, scope="default") == path
+        with CaptureQueriesContext(connection) as captured:
+            result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
+        assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
+        statements = [q["sql"] for q in captured.captured_queries]
+        assert len(statements) == 3, statements
+        read, cover, write = statements
+        for statement in (read, cover):
+            assert "EXECUTE recall_snapshot_" in statement and "PREPARE" not in statement  # by the first recall
+            assert statement.count("'[") == 1  # the vector's literal, once
+        assert read.startswith("SET LOCAL hnsw.") == (path == "hnsw")
+        assert write.startswith("SET LOCAL synchronous_commit = off; ")
+        with connection.cursor() as cur:  # no setting of the read outlived it
+            cur.execute("SELECT current_setting('plan_cache_mode'), current_setting('enable_sort')")
+            assert cur.fetchone() == ("force_custom_plan", "on")
+
+        vector = nearest.vector_literal(get_embedder().embed_one("how do i install acme, variant 1?"))
+        terms = ["acme", "instal", "variant"]
+        prepared = recall_snapshot(caller=tenant_caller(tenant), scope="default", vector=vector, terms=terms, limit=5)
+        with transaction.atomic():
+            planned = recall_snapshot(caller=tenant_caller(tenant), scope="default", vector=vector, terms=terms,
+                                      limit=5)
+        assert len(prepared.candidates) == 3 and all(len(c.cited) == 2 for c in prepared.candidates)
+        assert prepared == planned
+    finally:
+        nearest._scope_sizes.clear()
+
+
+def test_a_recall_still_reads_when_the_session_lost_its_prepared_statement(transactional_db, make_tenant):
+    """DEALLOCATE ALL (or DISCARD ALL, as a pooler may send) drops the session's prepared
+    statements: the next recall answers as before (planning its read from then on)."""
+    from django.db import connection
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    first = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    with connection.cursor() as cur:
+        cur.execute("DEALLOCATE ALL")
+    for _ in range(2):
+        again = recall(caller=tenant_caller(tenant), scope="default", query=query)
+        assert again.answer.outcome == first.answer.outcome == "prefetch"
+        assert again.answer.sections == first.answer.sections
+
+
+def test_a_recall_still_reads_when_the_session_already_holds_its_statement(transactional_db, make_tenant):
+    """A server connection shared by a pooler may hold the statement another client prepared:
+    the recall does not fail on PREPARE, it answers as before."""
+    from cachecore.selectors import recall_snapshot
+
+    tenant = make_tenant()
+    _seed(tenant, trails=1, sections_per_trail=1)
+    query = "How do I install Acme, variant 0?"
+    first = recall(caller=tenant_caller(tenant), scope="default", query=query)
+    recall_snapshot._prepared.clear()  # this process forgets; the session still holds it
+    for _ in range(2):
+        again = recall(caller=tenant_caller(tenant), scope="default", query=query)
+        assert again.answer.outcome == first.answer.outcome == "prefetch"
+        assert again.answer.sections == first.answer.sections

@@ -1,0 +1,157 @@
+"""Everything a recall reads, in one statement (one snapshot, one round trip): the nearest
+trails of the scope, each one's cited sections as they are now (hash, text, the query's
+terms, coverage by their chunks, whether the recall's scope may see them), the bar its
+negatives set for this query, and the tenant's document frequencies of the query's terms.
+
+The statement is composed of each entity's own read (``nearest.candidates_sql``,
+``citations.cited_sql``, ``recalls.negatives_sql``, ``sections.term_frequencies_sql``), so a
+rule lives in one place; the query's vector is sent once (``nearest.QUERY_VECTOR_CTE``)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.db import DatabaseError, connection
+
+from cachecore.engine.decide import Candidate, Cited
+from cachecore.selectors.citations import CITED_COLUMNS, cited_from_row, cited_sql
+from cachecore.selectors.nearest import (
+    CANDIDATE_COLUMNS,
+    HNSW_ORDER_FROM_INDEX,
+    QUERY_VECTOR_CTE,
+    candidate_from_row,
+    candidates_sql,
+)
+from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
+from cachecore.selectors.rivals import EXACT_MAX_CHUNKS, Covering, covering_from_rows, covering_sql
+from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
+from tenants.caller import Caller
+
+
+@dataclass(frozen=True)
+class RecallSnapshot:
+    """The candidates best first, each with its cited sections (in citation order) and, for a
+    trail with a boundary, the bar its negatives set for this query; the tenant's section count
+    and how many sections hold each of the query's terms (both 0/empty without candidates)."""
+
+    candidates: list[Candidate]
+    sections: int = 0
+    df: dict[str, int] = field(default_factory=dict)
+
+
+def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str], limit: int) -> RecallSnapshot:
+    """The reads of one recall in the caller's tenant and ``scope`` (``vector``: the query's
+    pgvector literal, ``terms``: its content words): one statement, preceded on the HNSW path
+    by its ``SET LOCAL`` settings in the same round trip (outside a transaction, PostgreSQL
+    runs them as one implicit transaction). A section the recall's scope may not see now is
+    ``hidden``."""
+    tenant = caller.tenant
+    settings_sql, candidates, candidate_params = candidates_sql(tenant=tenant, scope=scope, limit=limit)
+    frequencies, frequency_params = term_frequencies_sql(tenant=tenant, terms=terms)
+    # Only trails whose text went uncited before have a boundary: the others skip the index.
+    negatives, negative_params = negatives_sql(tenant=tenant, trail="cand.id",
+                                               only_if="cand.prefetch_boundary IS NOT NULL")
+    cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
+                                    trails="c.trail_id = cand.id")
+    statement = (
+        f"WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
+        "SELECT cand.id, cand.distance, cand.query_normalised, cand.steps, cand.prefetch_boundary, "
+        "neg.cosines, neg.bars, tf.terms, tf.sections, cit.* FROM cand "
+        f"CROSS JOIN ({frequencies}) tf "
+        f"CROSS JOIN LATERAL ({negatives}) neg "
+        f"LEFT JOIN LATERAL ({cited}) cit ON true "
+        "ORDER BY cand.distance, cand.id, cit.position"
+    )
+    params = [vector, *candidate_params, *frequency_params, *negative_params, *cited_params]
+    rows = _execute(settings_sql, statement, params)
+    if not rows:
+        return RecallSnapshot([])
+    order: dict[str, Candidate] = {}
+    cited_by: dict[str, list[Cited]] = {}
+    first = CANDIDATE_COLUMNS + 4
+    for row in rows:
+        trail_id = str(row[0])
+        if trail_id not in order:
+            candidate = candidate_from_row(row[:CANDIDATE_COLUMNS])
+            if candidate.boundary is not None:
+                bar = bar_from_negatives(row[CANDIDATE_COLUMNS], row[CANDIDATE_COLUMNS + 1],
+                                         boundary=candidate.boundary)
+                candidate = replace(candidate, boundary=bar)
+            order[trail_id] = candidate
+            cited_by[trail_id] = []
+        if row[first] is not None:  # a trail without citations has one row of NULLs here
+            cited_by[trail_id].append(cited_from_row(row[first:first + CITED_COLUMNS], with_coverage=True))
+    sections, df = term_frequencies_from_row(rows[0][CANDIDATE_COLUMNS + 2], rows[0][CANDIDATE_COLUMNS + 3])
+    found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
+    found.sort(key=lambda c: c.similarity, reverse=True)
+    return RecallSnapshot(found, sections, df)
+
+
+def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str], threshold: float,
+                    exclude: list[str], exact_max_chunks: int = EXACT_MAX_CHUNKS) -> Covering:
+    """The second read of a recall (``rivals.covering_sql``): the sections covering the query
+    best, and the trails citing the best few that the first read did not find (``exclude``),
+    with their cited sections and negatives. One statement, run as the first one is."""
+    settings_sql, statement, params = covering_sql(caller=caller, scope=scope, terms=terms, threshold=threshold,
+                                                   exclude=exclude, exact_max_chunks=exact_max_chunks)
+    return covering_from_rows(_execute(settings_sql, statement, [vector, *params]))
+
+
+# Planning the statement costs about as much as running it (≈ 1 ms each on the bench's data),
+# so outside a caller's transaction each database session prepares it once and runs it with a
+# generic plan: the tenant's partitions are pruned when it runs, and the path (exact or HNSW)
+# is already in the SQL. Inside a caller's transaction it is planned each time, so that no
+# planner setting outlives it there.
+# What each session (raw connection) has prepared; False: the session's prepared statements are
+# not what this process made them (DEALLOCATE or DISCARD ALL, a pooler sharing server
+# connections): it plans the statement each time from then on.
+_prepared: weakref.WeakKeyDictionary[Any, set[str] | bool] = weakref.WeakKeyDictionary()
+_prepared_lock = threading.Lock()
+_PLACEHOLDER = re.compile(r"%s")
+# The prepared statement does not exist / already exists.
+_NOT_OURS = {"26000", "42P05"}
+
+
+def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tuple[Any, ...]]:
+    """Run ``statement`` (``%s`` placeholders) after ``settings_sql`` (``SET LOCAL``s) in one
+    round trip: outside a transaction, as this session's prepared statement with a generic
+    plan (``PREPARE`` the first time, then ``EXECUTE``; one implicit transaction)."""
+    with connection.cursor() as cur:
+        raw = connection.connection
+        with _prepared_lock:
+            names = _prepared.get(raw, set())
+        if not connection.in_atomic_block and names is not False:
+            numbered = iter(range(1, len(params) + 1))
+            body = _PLACEHOLDER.sub(lambda _: f"${next(numbered)}", statement)
+            name = "recall_snapshot_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+            prepare = "" if name in names else f"PREPARE {name} AS {body}; "
+            order = HNSW_ORDER_FROM_INDEX if settings_sql else ""
+            try:
+                cur.execute(f"{settings_sql}{order}SET LOCAL plan_cache_mode = force_generic_plan; {prepare}"
+                            f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
+                rows = _rows(cur)
+            except DatabaseError as exc:
+                if getattr(exc.__cause__, "sqlstate", None) not in _NOT_OURS:
+                    raise
+                # Nothing ran (one implicit transaction): plan it, now and from now on.
+                names = False
+            else:
+                names = names | {name}
+            with _prepared_lock:
+                _prepared[raw] = names
+            if names is not False:
+                return rows
+        cur.execute(f"{settings_sql}{statement}", params)
+        return _rows(cur)
+
+
+def _rows(cur: Any) -> list[tuple[Any, ...]]:
+    """The rows of the last statement with results (after the settings)."""
+    while cur.description is None and cur.nextset():
+        pass
+    return cur.fetchall()
