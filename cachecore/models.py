@@ -93,6 +93,9 @@ class Section(models.Model):
         ]
         indexes = [
             GinIndex(name="section_text_trgm", fields=["text"], opclasses=["gin_trgm_ops"]),
+            # Whether a tenant has sections still waiting for their chunks (recall's covering read).
+            models.Index(fields=["tenant"], name="section_chunks_pending",
+                         condition=Q(chunks_ready=False) & Q(text__isnull=False)),
         ]
 
     def __str__(self) -> str:

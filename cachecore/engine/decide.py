@@ -327,10 +327,12 @@ def decide(
         reason = Reason.HASH_ONLY
     elif best.polarity is not None:
         reason = Reason.POLARITY
+    elif best.coverage_pending and not same_question:
+        # Before ambiguity: the best one's evidence is a stand-in until its chunks are ready,
+        # so how close a rival comes says little yet.
+        reason = Reason.COVERAGE_PENDING
     elif rival is not None:
         reason = Reason.AMBIGUOUS
-    elif best.coverage_pending and not same_question:
-        reason = Reason.COVERAGE_PENDING
     elif best.confidence < policy.prefetch_confidence:
         reason = Reason.LOW_CONFIDENCE
     elif blocks_prefetch(best.candidate.boundary, best.confidence):
@@ -349,8 +351,11 @@ def decide(
         escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),
         stale_trail_ids=stale, scored=live,
     )
-    others = _merged(best, confident[1:], policy, prefetch=decision.outcome is Outcome.PREFETCH)
-    if rival is not None and rival not in others:
+    # A coverage_pending hint names the best trail's sections only: the others' evidence is as
+    # much a stand-in as its own until the chunks are ready.
+    pending = reason is Reason.COVERAGE_PENDING
+    others = [] if pending else _merged(best, confident[1:], policy, prefetch=decision.outcome is Outcome.PREFETCH)
+    if rival is not None and rival not in others and not pending:
         others.append(rival)
     _fill(decision, best, others, budget)
     return decision

@@ -71,6 +71,9 @@ class Covering:
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    # Some section of the tenant still waits for its chunks: the best-covering list may miss the
+    # section that answers, so it is no evidence against the others (the rival is unknown).
+    chunks_pending: bool = False
 
 
 def covering_sql(
@@ -130,6 +133,8 @@ def covering_sql(
         f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
         "SELECT (SELECT array_agg(external_id ORDER BY cos DESC) FROM best), "
         "(SELECT array_agg(cos ORDER BY cos DESC) FROM best), "
+        "EXISTS (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
+        "AND p.text IS NOT NULL), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
         "neg.cosines, neg.bars, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
         f"LEFT JOIN LATERAL ({negatives}) neg ON true LEFT JOIN LATERAL ({cited}) cit ON true "
@@ -138,7 +143,7 @@ def covering_sql(
     params: list[object] = [
         tenant.pk, model, not caller.scope_limited, scope, threshold,
         tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude], tenant.pk,
-        *negative_params, *cited_params,
+        tenant.pk, *negative_params, *cited_params,
     ]
     return settings_sql, statement, params
 
@@ -147,18 +152,19 @@ def covering_from_rows(rows: list[tuple]) -> Covering:
     """The Covering of a ``covering_sql`` statement's rows."""
     if not rows:
         return Covering()
-    ids, cosines = rows[0][0] or [], rows[0][1] or []
+    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], bool(rows[0][2])
     order: dict[str, Candidate] = {}
     cited_by: dict[str, list[Cited]] = {}
-    first = 2 + CANDIDATE_COLUMNS + 2
+    at = 3  # the candidate's columns, then its negatives (two), then its cited section's
+    first = at + CANDIDATE_COLUMNS + 2
     for row in rows:
-        if row[2] is None:
+        if row[at] is None:
             continue
-        trail_id = str(row[2])
+        trail_id = str(row[at])
         if trail_id not in order:
-            candidate = replace(candidate_from_row(row[2:2 + CANDIDATE_COLUMNS]), via_sections=True)
+            candidate = replace(candidate_from_row(row[at:at + CANDIDATE_COLUMNS]), via_sections=True)
             if candidate.boundary is not None:
-                bar = bar_from_negatives(row[2 + CANDIDATE_COLUMNS], row[3 + CANDIDATE_COLUMNS],
+                bar = bar_from_negatives(row[at + CANDIDATE_COLUMNS], row[at + 1 + CANDIDATE_COLUMNS],
                                          boundary=candidate.boundary)
                 candidate = replace(candidate, boundary=bar)
             order[trail_id] = candidate
@@ -167,4 +173,4 @@ def covering_from_rows(rows: list[tuple]) -> Covering:
             cited_by[trail_id].append(cited_from_row(row[first:first + CITED_COLUMNS], with_coverage=True))
     found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
     found.sort(key=lambda c: c.similarity, reverse=True)
-    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found)
+    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found, pending)

@@ -100,7 +100,10 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     cover = recall_covering(caller=caller, scope=scope, vector=vector, terms=terms,
                             threshold=caller.tenant.similarity_threshold,
                             exclude=[c.trail_id for c in snapshot.candidates])
-    return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), cover.sections)
+    # While some section waits for its chunks, the best-covering list may miss the one that
+    # answers: no evidence against the others then (the rival is unknown), only candidates.
+    rivals = [] if cover.chunks_pending else cover.sections
+    return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), rivals)
 
 
 def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:

@@ -77,7 +77,10 @@ def test_recalls_right_after_a_large_upsert_are_never_a_miss_for_pending_chunks(
         assert later["outcome"] != "miss" and later["trail_id"] == trails[section_id], (section_id, later)
         assert later["reason"] != "coverage_pending"
         if section_id in ready:
-            # Its own coverage was there from the start: the same outcome (the reason of a hint may
-            # move between ambiguous and low_confidence, since the other candidates' coverage was
-            # only stood in for while their chunks were pending).
-            assert later["outcome"] == at_once[section_id]["outcome"], (section_id, later, at_once[section_id])
+            # Its own coverage was there from the start, but while other sections waited for their
+            # chunks the best-covering sections were not all known, so no rival counted against
+            # it (its rival margin was unknown): on these questions the answers only get surer
+            # once every chunk is there (a hint may become a prefetch).
+            rank = {"miss": 0, "hint": 1, "prefetch": 2}
+            assert rank[later["outcome"]] >= rank[at_once[section_id]["outcome"]], (section_id, later,
+                                                                                   at_once[section_id])
