@@ -143,12 +143,12 @@ def _count_failure(sender: Any, credentials: dict[str, Any], request: Any = None
     address = _address(request)
     pair = _pair(account, address)
     period = _period()
+    if account and counters.held("login-account-delay", account) and not counters.held("login-known", pair):
+        return  # refused by the account's delay: no password was checked, nothing grows
     counters.hit("login-address", address, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS, period=period)
     if not account or counters.held("login-lock", pair):
         return  # refused while delayed: the delay runs its course, it does not grow
-    known = counters.held("login-known", pair)
-    if not (counters.held("login-account-delay", account) and not known):
-        _count_account_failure(account, address)
+    _count_account_failure(account, address)
     verdict = counters.hit("login-account", pair, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES, period=period)
     delay = delay_after(verdict.count)
     if delay:

@@ -15,10 +15,8 @@ import jsonschema_rs
 import pytest
 from rest_framework.test import APIClient
 
-from api.inputs import parse_bounded_instant
-INSTANT_PATTERN = "^$"
-from api.schema import STORABLE_STRING_PATTERN
-NOT_BLANK_PATTERN = "^$"
+from api.inputs import INSTANT_PATTERN, parse_bounded_instant
+from api.schema import NOT_BLANK_PATTERN, STORABLE_STRING_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -245,6 +245,17 @@ def test_an_address_the_operator_logged_in_from_is_not_delayed_by_failures_elsew
     assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.10"))  # a known one: not
 
 
+def test_logins_refused_by_the_account_delay_do_not_count_against_the_operators_address(
+        client, account_guard, operator, clock):
+    for address in ROTATING[:4]:
+        _login(client, "ops@acme.test", "wrong", address=address)
+    for _ in range(6):  # the operator, at a new address, tries again and again during the delay
+        assert not _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.77"))
+    clock["t"] += 10.5
+    # No password was checked while delayed: no per-(account, address) delay grew from it.
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.77"))
+
+
 def _settings_with(env: dict[str, str]):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TRAILCACHE_", "DATABASE_"))}
     clean.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/unused",
