@@ -121,3 +121,13 @@ def test_downloads_are_audited_from_the_console_and_the_api(people, run_jobs):
     entries = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT_DOWNLOAD).order_by("created_at", "id")
     assert [e.actor_label for e in entries] == ["operator:c@acme.test", f"apikey:{raw[:11]}"]
     assert all(e.details["export_id"] == str(job.pk) for e in entries)
+
+
+def test_the_console_export_filters_by_subject_and_scope_exactly_as_the_api_records_them(people):
+    """The service matches a subject exactly (" alice" is not "alice"), as the API's export does
+    and as the console's erasure does: the console's export form does not strip them either."""
+    tenant, client = people["tenant"], people["compliance"]
+    response = client.post("/console/exports/?tenant=acme", {"format": "csv", "subject": " alice ", "scope": " docs"})
+    assert response.status_code == 302
+    job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
+    assert job.params["subject"] == " alice " and job.params["scope"] == " docs"
