@@ -131,3 +131,16 @@ def test_the_console_export_filters_by_subject_and_scope_exactly_as_the_api_reco
     assert response.status_code == 302
     job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
     assert job.params["subject"] == " alice " and job.params["scope"] == " docs"
+
+
+def test_the_console_export_form_is_held_to_the_cap_on_exports_in_progress(people, settings):
+    """Issue 25: the console's export form skipped the per-tenant cap the API kept. The cap is the
+    service's: the form answers it with its status (429) and message, and writes no job."""
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 1
+    tenant, client = people["tenant"], people["compliance"]
+    assert client.post("/console/exports/?tenant=acme", {"format": "csv"}).status_code == 302
+    refused = client.post("/console/exports/?tenant=acme", {"format": "jsonl"})
+    assert refused.status_code == 429 and "at most 1" in refused.content.decode()
+    assert Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).count() == 1
+    # Another tenant's exports are its own.
+    assert people["outsider"].post("/console/exports/?tenant=globex", {"format": "csv"}).status_code == 302
