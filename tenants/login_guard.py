@@ -26,6 +26,7 @@ A refused login looks like a wrong password: it tells nothing about the account.
 from __future__ import annotations
 
 import ipaddress
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -106,16 +107,39 @@ def _period() -> int:
     return settings.TRAILCACHE_LOGIN_LOCK_MINUTES * 60
 
 
-def login_refused(*, username: str | None, request: Any) -> bool:
-    """Whether a login must be refused before its password is even checked."""
+class Refusal(StrEnum):
+    """Which bound refused a login before its password was checked."""
+
+    PAIR = "pair"  # the (account, address) delay
+    ACCOUNT = "account"  # the account's delay across addresses
+    ADDRESS = "address"  # the per-address throttle
+
+
+# Set on the request by the backend when it refused the login (read by the failure count).
+REFUSAL_ATTRIBUTE = "trailcache_login_refusal"
+
+
+def _account_delayed(account: str, pair: str) -> bool:
+    """The account's delay across addresses holds, and this address is not one it logged in from."""
+    return bool(account) and counters.held("login-account-delay", account) and not counters.held("login-known", pair)
+
+
+def login_refusal(*, username: str | None, request: Any) -> Refusal | None:
+    """Which bound refuses a login before its password is even checked, if any."""
     account, address = _account(username), _address(request)
     pair = _pair(account, address)
     if counters.held("login-lock", pair):
-        return True
-    if account and counters.held("login-account-delay", account) and not counters.held("login-known", pair):
-        return True
-    failures = counters.peek("login-address", _address(request), period=_period())
-    return failures >= settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS
+        return Refusal.PAIR
+    if _account_delayed(account, pair):
+        return Refusal.ACCOUNT
+    if counters.peek("login-address", address, period=_period()) >= settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS:
+        return Refusal.ADDRESS
+    return None
+
+
+def login_refused(*, username: str | None, request: Any) -> bool:
+    """Whether a login must be refused before its password is even checked."""
+    return login_refusal(username=username, request=request) is not None
 
 
 class ThrottledModelBackend(ModelBackend):
@@ -123,7 +147,10 @@ class ThrottledModelBackend(ModelBackend):
 
     def authenticate(self, request: Any, username: str | None = None, password: str | None = None,
                      **kwargs: Any) -> Any:
-        if login_refused(username=username or kwargs.get("email"), request=request):
+        refusal = login_refusal(username=username or kwargs.get("email"), request=request)
+        if refusal is not None:
+            if request is not None:
+                setattr(request, REFUSAL_ATTRIBUTE, refusal)
             raise PermissionDenied("too many failed logins")  # authenticate() answers None, signals a failure
         return super().authenticate(request, username=username, password=password, **kwargs)
 
@@ -143,12 +170,14 @@ def _count_failure(sender: Any, credentials: dict[str, Any], request: Any = None
     address = _address(request)
     pair = _pair(account, address)
     period = _period()
-    if account and counters.held("login-account-delay", account) and not counters.held("login-known", pair):
+    refusal = getattr(request, REFUSAL_ATTRIBUTE, None)
+    if refusal == Refusal.ACCOUNT:
         return  # refused by the account's delay: no password was checked, nothing grows
     counters.hit("login-address", address, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS, period=period)
     if not account or counters.held("login-lock", pair):
         return  # refused while delayed: the delay runs its course, it does not grow
-    _count_account_failure(account, address)
+    if refusal is None:  # a password checked, and wrong: it counts for the account across addresses
+        _count_account_failure(account, address)
     verdict = counters.hit("login-account", pair, limit=settings.TRAILCACHE_LOGIN_MAX_FAILURES, period=period)
     delay = delay_after(verdict.count)
     if delay:

@@ -256,6 +256,15 @@ def test_logins_refused_by_the_account_delay_do_not_count_against_the_operators_
     assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.77"))
 
 
+def test_only_passwords_checked_count_for_the_account_across_addresses(client, account_guard, operator):
+    account_guard.TRAILCACHE_LOGIN_MAX_FAILURES = 100  # the per-(account, address) delay is another test's
+    for n in range(6):  # one address guessing across accounts: throttled
+        _login(client, f"nobody-{n}@acme.test", "guess", address="203.0.113.99")
+    for _ in range(10):  # then at the operator: refused by the throttle, no password checked
+        assert not _logged_in(_login(client, "ops@acme.test", "wrong", address="203.0.113.99"))
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address=ROTATING[0]))  # not delayed
+
+
 def _settings_with(env: dict[str, str]):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TRAILCACHE_", "DATABASE_"))}
     clean.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/unused",
