@@ -1,7 +1,8 @@
 """The API against its own OpenAPI schema, fuzzed by schemathesis in-process (the WSGI app):
 data that fits the schema and data that does not, on every operation. No input gives a 5xx,
 every answer's status, content type, headers and body match what the schema documents (the
-error shape included), data that fits is accepted and data that does not is refused. At least 2,000 requests in all, checked by the last test."""
+error shape included), data that fits is accepted and data that does not is refused. At least
+2,000 requests in all, checked by the last test."""
 
 from __future__ import annotations
 
