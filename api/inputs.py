@@ -15,15 +15,13 @@ from typing import Any
 
 from django.utils.dateparse import parse_date, parse_datetime
 
+from cachecore.engine.limits import MAX_DATE, MIN_DATE
+
 # Steps' args are the only free-form JSON in the contract; 32 levels is far more than any tool's args.
 MAX_JSON_DEPTH = 32
 # Path values (section ids, subjects, ids) and query values: the longest legal one is 512 characters.
 MAX_PATH_VALUE_CHARS = 1024
 MAX_QUERY_VALUE_CHARS = 1024
-# Dates the service stores and compares: far enough from the ends of the calendar that a bare date's
-# "through that day" (+1 day) and a time zone offset never overflow.
-MIN_DATE = date(1900, 1, 1)
-MAX_DATE = date(9998, 12, 31)
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 

@@ -144,3 +144,14 @@ def test_the_console_export_form_is_held_to_the_cap_on_exports_in_progress(peopl
     assert Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).count() == 1
     # Another tenant's exports are its own.
     assert people["outsider"].post("/console/exports/?tenant=globex", {"format": "csv"}).status_code == 302
+
+
+@pytest.mark.parametrize("day", ["1850-06-01", "9999-06-01"])
+def test_the_console_export_takes_the_date_range_the_api_export_takes(people, caller, day):
+    """One range for an export's bounds, in the service: the API's export refused these days
+    (400 naming the field) while the console's export form took them."""
+    api = caller.post("/api/v1/exports", {"format": "csv", "since": day})
+    assert api.status_code == 400 and "since" in api.json()["fields"]
+    refused = people["compliance"].post("/console/exports/?tenant=acme", {"format": "csv", "since": day})
+    assert refused.status_code == 400 and "1900-01-01" in refused.content.decode()
+    assert not Job.objects.filter(tenant=people["tenant"], kind=JobKind.EXPORT).exists()
