@@ -10,6 +10,10 @@ from rest_framework import serializers
 class StrictCharField(serializers.CharField):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
+        if not kwargs.get("allow_blank", False) and kwargs.get("min_length") is None:
+            # Blank is refused ("may not be blank", checked before the validators): minLength 1 in
+            # the schema says so.
+            kwargs["min_length"] = 1
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> str:
@@ -31,6 +35,9 @@ class StrictIntegerField(serializers.IntegerField):
     default_error_messages = {"invalid": "Must be a JSON integer."}
 
     def to_internal_value(self, data: Any) -> int:
+        # 5.0 is the JSON number 5 (JSON Schema's "integer" takes it); 5.5, "5" and true are not.
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)

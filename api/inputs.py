@@ -15,17 +15,28 @@ from typing import Any
 
 from django.utils.dateparse import parse_date, parse_datetime
 
+from cachecore.engine.limits import MAX_DATE, MIN_DATE
+
 # Steps' args are the only free-form JSON in the contract; 32 levels is far more than any tool's args.
 MAX_JSON_DEPTH = 32
 # Path values (section ids, subjects, ids) and query values: the longest legal one is 512 characters.
 MAX_PATH_VALUE_CHARS = 1024
 MAX_QUERY_VALUE_CHARS = 1024
-# Dates the service stores and compares: far enough from the ends of the calendar that a bare date's
-# "through that day" (+1 day) and a time zone offset never overflow.
-MIN_DATE = date(1900, 1, 1)
-MAX_DATE = date(9998, 12, 31)
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+# The spellings of a date or datetime bound the schema documents (``pattern`` of ``since`` and
+# ``until``), exactly the calendar days of MIN_DATE..MAX_DATE: YYYY-MM-DD, or with a time
+# [T ]HH:MM[:SS[.f{1,6}]] and an offset Z / ±HH[[:]MM]. parse_bounded_instant reads every such
+# string (tests/api/test_schema_constraints.py walks the calendar); it also reads a few rarer
+# ISO 8601 spellings (20200101, 2020-W01-1) that the schema does not mention.
+_YEAR = r"(?:19[0-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9][0-9]|99[0-8][0-9]|999[0-8])"
+_LEAP_YEAR = r"(?:(?:19|[2-9][0-9])(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[3579][26])00)"
+_MONTH_DAY = r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
+_DATE = rf"(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)"
+_OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)"
+_TIME = rf"[T ](?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{{1,6}})?)?{_OFFSET}?"
+INSTANT_PATTERN = rf"^(?:{_DATE}(?:{_TIME})?)?$"
 
 
 class InputRefused(ValueError):

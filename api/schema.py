@@ -7,6 +7,9 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
+from api.inputs import INSTANT_PATTERN, MAX_JSON_DEPTH, MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS
+from cachecore.engine import limits
+
 ERROR_SCHEMA = {
     "type": "object",
     "required": ["error", "detail", "fields"],
@@ -36,7 +39,15 @@ _WITH_BODY = {
     "415": "The body must be application/json.",
 }
 _SPECIAL = {
-    ("/api/v1/trails", "post"): {"422": "Cited ids unknown to the tenant (`unknown_ids` names them).",
+    ("/api/v1/sections", "put"): {"400": "Invalid input, field by field; also two sections with the same id in one "
+                                         "request (a rule across items the schema cannot state)."},
+    ("/api/v1/exports", "post"): {"400": "Invalid input, field by field; also `since` not before `until` (a rule "
+                                         "across fields the schema cannot state).",
+                                  "409": "The tenant's export files take their quota (`export_quota_exceeded`).",
+                                  "429": "Too many requests, or too many of the tenant's exports in progress: wait "
+                                         "Retry-After seconds."},
+    ("/api/v1/trails", "post"): {"400": "Invalid input, field by field; also a `recall_id` this key cannot see.",
+                                 "422": "Cited ids unknown to the tenant (`unknown_ids` names them).",
                                  "503": "The tenant's resolver is down: nothing was written."},
     ("/api/v1/exports/{export_id}/download", "get"): {"409": "The export is not done yet.",
                                                       "410": "The export file was deleted."},
@@ -105,14 +116,69 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             errors.update(_SPECIAL.get((path, method), {}))
             for code, description in errors.items():
                 responses.setdefault(code, _error_response(description, retry_after=code in {"429", "503"}))
+            # gunicorn's own page (gunicorn.conf.py: limit_request_line), before Django runs.
+            responses.setdefault("414", {"description": "Request line over 8,190 bytes (the web server's limit).",
+                                         "content": {"text/html": {"schema": {"type": "string"}}}})
     _add_links(result)
     return result
 
 
-# What api.inputs refuses in every string (NUL, lone surrogates), as a JSON Schema pattern (ASCII
-# escapes, which ECMA and Python regexes both read).
-STORABLE_STRING_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
+# What api.inputs refuses in every string and key: NUL, as a JSON Schema pattern every reader
+# takes (ECMA 262, Python, the Rust regex of jsonschema-rs). Lone surrogates (\ud800-\udfff) are
+# refused too, but no portable pattern can name them (a Unicode-aware engine has no such
+# characters; a UTF-16 one would refuse every emoji): the schema's description says so.
+STORABLE_STRING_PATTERN = r"^[^\u0000]*$"
+# A string with something besides white space (str.isspace: what ``query.strip()`` removes).
+_PY_SPACE = "\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+NOT_BLANK_PATTERN = rf"^[^\u0000]*[^\u0000{_PY_SPACE}][^\u0000]*$"
 _CONSTRAINED_FORMATS = {"uuid", "date", "date-time", "uri", "email", "binary", "byte"}
+STORABLE_JSON_REF = {"$ref": "#/components/schemas/StorableJson"}
+STORABLE_JSON = {
+    "description": f"Any JSON value whose strings and keys hold no NUL and no lone surrogate, nested at most "
+                   f"{MAX_JSON_DEPTH} levels.",
+    "anyOf": [
+        {"type": "string", "pattern": STORABLE_STRING_PATTERN}, {"type": "number"}, {"type": "boolean"},
+        {"type": "null"}, {"type": "array", "items": STORABLE_JSON_REF},
+        {"type": "object", "propertyNames": {"pattern": STORABLE_STRING_PATTERN},
+         "additionalProperties": STORABLE_JSON_REF},
+    ],
+}
+_DESCRIPTION = (
+    "\n\nEvery string and every key of a body, path or query refuses NUL (`\\u0000`) and lone "
+    "surrogates (`\\ud800`-`\\udfff`): 400 naming the field. Fields a request does not name are "
+    "ignored, but must be JSON of that kind too (`StorableJson`). A request line over 8,190 bytes is "
+    "refused with 414 before the service reads it."
+)
+# Path parameters, by name: what each route's view accepts.
+_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "trail_id": {"type": "string", "format": "uuid"},
+    "recall_id": {"type": "string", "format": "uuid"},
+    "export_id": {"type": "string", "format": "uuid"},
+    "section_id": {"type": "string", "minLength": 1, "maxLength": limits.MAX_SECTION_ID_CHARS,
+                   "pattern": STORABLE_STRING_PATTERN},
+    "subject": {"type": "string", "minLength": 1, "maxLength": limits.MAX_SUBJECT_CHARS,
+                "pattern": STORABLE_STRING_PATTERN},
+}
+# Body properties whose rule the serializer states in code rather than in a field argument.
+_PROPERTY_RULES: dict[tuple[str, str], dict[str, Any]] = {
+    ("Recall", "query"): {"pattern": NOT_BLANK_PATTERN},
+    ("TrailRecord", "query"): {"pattern": NOT_BLANK_PATTERN},
+    ("TrailRecord", "cited"): {"minItems": 1, "uniqueItems": True},
+    ("SectionsUpsert", "sections"): {"minItems": 1},
+    ("ExportRequest", "since"): {"pattern": INSTANT_PATTERN},
+    ("ExportRequest", "until"): {"pattern": INSTANT_PATTERN},
+    ("Step", "args"): {**STORABLE_JSON_REF, "not": {"type": "null"}},
+}
+# Whole components: rules across their fields.
+_COMPONENT_RULES: dict[str, dict[str, Any]] = {
+    # SectionInSerializer.validate: exactly one of text or hash.
+    "SectionIn": {"oneOf": [{"required": ["text"]}, {"required": ["hash"]}]},
+}
+
+
+def _is_string(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
 
 def _constrain_strings(schema: Any) -> None:
@@ -125,7 +191,7 @@ def _constrain_strings(schema: Any) -> None:
             continue
         if not isinstance(node, dict):
             continue
-        if node.get("type") == "string" and "enum" not in node and node.get("format") not in _CONSTRAINED_FORMATS:
+        if _is_string(node) and "enum" not in node and node.get("format") not in _CONSTRAINED_FORMATS:
             node.setdefault("pattern", STORABLE_STRING_PATTERN)
         for key in ("properties", "patternProperties"):
             if isinstance(node.get(key), dict):
@@ -135,22 +201,68 @@ def _constrain_strings(schema: Any) -> None:
                 stack.append(node[key])
 
 
-def document_input_limits(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: what the server refuses before any view runs
-    (api.middleware, api.inputs) said in the schema: no NUL or lone surrogate in any string
-    (``pattern``), and path and query values of at most their length (``maxLength``)."""
-    from api.inputs import MAX_PATH_VALUE_CHARS, MAX_QUERY_VALUE_CHARS
+def _request_components(result: dict[str, Any]) -> set[str]:
+    """Names of the components a request body uses, directly or through other components."""
+    components = result.get("components", {}).get("schemas", {})
+    names: set[str] = set()
+    stack: list[Any] = [op.get("requestBody", {}) for ops in result.get("paths", {}).values()
+                        for op in ops.values() if isinstance(op, dict)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in names and name in components:
+                    names.add(name)
+                    stack.append(components[name])
+            stack.extend(value for value in node.values() if isinstance(value, (dict, list)))
+    return names
 
-    for name, component in result.get("components", {}).get("schemas", {}).items():
-        if name != "Error":
-            _constrain_strings(component)
+
+def _ignored_fields_storable(node: dict[str, Any]) -> None:
+    """An input object's keys, and the fields it does not declare (ignored), are storable JSON."""
+    if node.get("type") == "object":
+        node.setdefault("propertyNames", {"pattern": STORABLE_STRING_PATTERN})
+        node.setdefault("additionalProperties", STORABLE_JSON_REF)
+
+
+def document_input_limits(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: what the server refuses said in the schema, so that
+    data the schema allows is accepted and data it refuses is refused: no NUL in any string or
+    key (``pattern``, ``propertyNames``), path and query values of their route's length or
+    format, the rules serializers state in code (non-blank queries, one of text or hash, unique
+    cited ids, date bounds), and what an undeclared field may hold."""
+    result.setdefault("info", {})["description"] = result.get("info", {}).get("description", "") + _DESCRIPTION
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components["StorableJson"] = STORABLE_JSON
+    inputs = _request_components(result)
+    for name, component in components.items():
+        if name in ("Error", "StorableJson"):
+            continue
+        for (owner, field), rule in _PROPERTY_RULES.items():
+            if owner == name and field in component.get("properties", {}):
+                prop = component["properties"][field]
+                if "$ref" in rule:
+                    component["properties"][field] = {**rule, **{k: v for k, v in prop.items() if k == "description"}}
+                else:
+                    prop.update(rule)
+        component.update(_COMPONENT_RULES.get(name, {}))
+        _constrain_strings(component)
+        if name in inputs:
+            _ignored_fields_storable(component)
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             if not isinstance(operation, dict):
                 continue
             for parameter in operation.get("parameters", []):
                 schema = parameter.get("schema", {})
-                if schema.get("type") != "string":
+                if parameter.get("in") == "path" and parameter.get("name") in _PATH_PARAMETERS:
+                    parameter["schema"] = dict(_PATH_PARAMETERS[parameter["name"]])
+                    continue
+                if not _is_string(schema):
                     continue
                 limit = MAX_PATH_VALUE_CHARS if parameter.get("in") == "path" else MAX_QUERY_VALUE_CHARS
                 if schema.get("format") not in _CONSTRAINED_FORMATS and "enum" not in schema:
@@ -159,4 +271,6 @@ def document_input_limits(result: dict[str, Any], generator: Any, request: Any, 
             body = operation.get("requestBody", {}).get("content", {})
             for media in body.values():
                 _constrain_strings(media.get("schema"))
+                if isinstance(media.get("schema"), dict):
+                    _ignored_fields_storable(media["schema"])
     return result

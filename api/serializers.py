@@ -276,6 +276,17 @@ class SubjectEraseResultSerializer(serializers.Serializer):
     deleted = serializers.IntegerField()
 
 
+# A scope, or empty (every scope): the stats filter as the schema states it.
+SCOPE_OR_EMPTY_PATTERN = f"^(?:{limits.SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})?$"
+
+
+class StatsQuerySerializer(serializers.Serializer):
+    """``GET /api/v1/stats?scope=``: a scope as a record or recall names it; empty or absent
+    means every scope the key may see."""
+
+    scope = _scope_field(required=False, allow_blank=True)
+
+
 class StatsSerializer(serializers.Serializer):
     recalls = serializers.IntegerField()
     prefetch = serializers.IntegerField()

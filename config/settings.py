@@ -153,6 +153,11 @@ AUTHENTICATION_BACKENDS = ["tenants.login_guard.ThrottledModelBackend"]
 TRAILCACHE_LOGIN_MAX_FAILURES = env_int("TRAILCACHE_LOGIN_MAX_FAILURES", 5, minimum=1)
 TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 TRAILCACHE_LOGIN_LOCK_MINUTES = env_int("TRAILCACHE_LOGIN_LOCK_MINUTES", 15, minimum=1)
+# Failures for one account from every address in a lock period before each further one delays
+# that account's logins from addresses it never logged in from, by 2 s more each time up to the
+# maximum (an attacker rotating addresses; tenants/login_guard.py).
+TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT = env_int("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT", 30, minimum=1)
+TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS = env_int("TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS", 60, minimum=1)
 TRAILCACHE_TRUSTED_PROXIES = env_networks("TRAILCACHE_TRUSTED_PROXIES")
 # A tenant's API requests in progress at once, across every web process (0: no budget). Keep it
 # below the installation's worker slots (workers x threads), so no tenant can take them all.
@@ -208,6 +213,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Trailcache API",
     "DESCRIPTION": "Search-path cache for agentic RAG: record trails, recall them, verified by content hash.",
     "VERSION": "1.0.0",
+    # OpenAPI 3.1 (JSON Schema 2020-12): ``propertyNames`` and ``type: null`` say what api.inputs
+    # refuses in any key of a body, which 3.0's schema subset cannot (api/schema.py).
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI from this service's static files, never a CDN (config/security.py).
     "SWAGGER_UI_DIST": "SIDECAR",

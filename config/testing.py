@@ -20,6 +20,7 @@ os.environ.setdefault("TRAILCACHE_TENANT_MAX_CONCURRENT_REQUESTS", "0")
 # here; the tests about it set their own limits.
 os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES", "1000")
 os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ADDRESS", "1000")
+os.environ.setdefault("TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT", "1000")
 os.environ.setdefault("TRAILCACHE_INSTANCE", "test-" + os.environ.get("TRAILCACHE_TEST_DB", "test_trailcache"))
 # The settings only read DATABASE_URL (or the embedded default's URL) and start nothing; a plain
 # `pytest` starts the embedded server here, as scripts/test.sh does (a no-op when it runs already).

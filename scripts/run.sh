@@ -61,7 +61,7 @@ $PY manage.py seed_demo --port "$PORT"
 
 # Sync workers, one per core: measured against gthread and ASGI at concurrency 1/8/32
 # (research/webpath.py, docs/results.md "Web path and worker model"; docs/deploy.md).
-.venv/bin/gunicorn config.wsgi:application --bind "127.0.0.1:${PORT}" --worker-class sync --workers "${WEB_WORKERS:-2}" \
+.venv/bin/gunicorn -c gunicorn.conf.py config.wsgi:application --bind "127.0.0.1:${PORT}" --worker-class sync --workers "${WEB_WORKERS:-2}" \
   --access-logfile - --logger-class config.logredact.AccessLogger --graceful-timeout 5 &
 pids+=($!)
 .venv/bin/celery -A config worker --loglevel INFO --concurrency "${CELERY_CONCURRENCY:-2}" \

@@ -23,8 +23,11 @@ STOP_POLLING = 286
 
 class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=[("csv", "CSV"), ("jsonl", "JSON Lines")], initial="csv")
-    scope = forms.CharField(required=False, max_length=200, help_text="Exactly this scope. Empty: every scope.")
-    subject = forms.CharField(required=False, max_length=200, help_text="Only this subject's trails.")
+    # Not stripped, as the erasure's subject below: the service matches both exactly, as the API sends them.
+    scope = forms.CharField(required=False, max_length=200, strip=False,
+                            help_text="Exactly this scope. Empty: every scope.")
+    subject = forms.CharField(required=False, max_length=200, strip=False,
+                              help_text="Only this subject's trails, exactly as the API recorded it.")
     status = forms.ChoiceField(required=False, choices=[("", "any")] + list(TrailStatus.choices),
                                label="Trail status")
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="From",

@@ -176,10 +176,13 @@ class StatsView(TenantAPIView):
     # Any valid key: the numbers cover only its scopes.
     @extend_schema(
         responses=s.StatsSerializer, summary="Recall counts and rates, trails by status",
-        parameters=[OpenApiParameter("scope", str, description="Only this scope")],
+        parameters=[OpenApiParameter("scope", {"type": "string", "maxLength": 200, "pattern": s.SCOPE_OR_EMPTY_PATTERN},
+                                     description="Only this scope (a scope, as recorded; empty: every scope)")],
     )
     def get(self, request: Request) -> Response:
-        scope = request.query_params.get("scope")
+        query = s.StatsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        scope = query.validated_data.get("scope")
         stats = stats_for_tenant(caller=self.caller, scope=scope or None)
         # The operating point covers the whole tenant: without a scope, for tenant-wide keys.
         summary = None if scope else calibration.operating_point_summary(caller=self.caller)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db.models import F
 
 from cachecore.embedding import DIMENSIONS, get_embedder
@@ -32,11 +34,15 @@ def get_verifier() -> Verifier:
     return _verifier
 
 
-def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> np.ndarray:
+def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> tuple[np.ndarray, int]:
     """Vectors of the cited sections' chunks for their current text: the stored chunk
-    embeddings where ready, else computed now from the text."""
-    sections = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids)
-                    .only("pk", "text", "sha256", "chunks_ready"))
+    embeddings where ready, else computed now from the text, at most
+    ``TRAILCACHE_SYNC_CHUNK_LIMIT`` of them (in the order cited), as an upsert embeds at most that
+    many in its request. Returns the vectors and how many chunks were left out (not checked)."""
+    order = {section_id: i for i, section_id in enumerate(section_ids)}
+    sections = sorted(Section.objects.filter(tenant=tenant, external_id__in=section_ids)
+                      .only("pk", "external_id", "text", "sha256", "chunks_ready"),
+                      key=lambda s: order.get(s.external_id, len(order)))
     embedder = get_embedder()
     ready = [s.pk for s in sections if s.chunks_ready]
     stored = list(SectionChunk.objects.filter(section_id__in=ready, sha256=F("section__sha256"),
@@ -46,9 +52,11 @@ def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> np.nda
     # Chunks of another model (not re-embedded yet) are computed now, like chunks not ready.
     have = {pk for pk, _ in stored}
     pending = [chunk for s in sections if s.pk not in have and s.text for chunk in split_chunks(s.text)]
-    if pending:
-        vectors.extend(embedder.embed(pending))
-    return np.vstack(vectors) if vectors else np.zeros((0, DIMENSIONS), dtype=np.float32)
+    now = pending[:settings.TRAILCACHE_SYNC_CHUNK_LIMIT]
+    if now:
+        vectors.extend(embedder.embed(now))
+    matrix = np.vstack(vectors) if vectors else np.zeros((0, DIMENSIONS), dtype=np.float32)
+    return matrix, len(pending) - len(now)
 
 
 def admission_decide(
@@ -62,5 +70,11 @@ def admission_decide(
         return positive, None
     if not answer or not answer.strip():
         return False, Verdict(False, ["no answer to verify (admission policy is signal + verifier)"])
-    verdict = get_verifier().check(answer, cited_chunk_vectors(tenant=tenant, section_ids=cited))
+    vectors, left_out = cited_chunk_vectors(tenant=tenant, section_ids=cited)
+    verdict = get_verifier().check(answer, vectors)
+    if left_out:
+        # Support found in the chunks checked stands; an answer resting on the others fails (pending).
+        verdict = replace(verdict, reasons=[*verdict.reasons, (
+            f"{left_out} chunks of the cited sections not checked (not embedded yet, over the per-request cap of "
+            f"{settings.TRAILCACHE_SYNC_CHUNK_LIMIT})")])
     return positive and verdict.passed, verdict

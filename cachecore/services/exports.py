@@ -12,7 +12,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,8 +21,10 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 
 from cachecore.access import require_permission, require_unrestricted
+from cachecore.engine.limits import MAX_DATE, MIN_DATE
 from cachecore.errors import ExportGone, ExportNotReady, ExportQuotaExceeded, InvalidInput, TooManyActive
 from cachecore.models import Citation, Job, JobKind, JobStatus, Trail
 from cachecore.selectors.jobs import job_get
@@ -47,14 +49,27 @@ _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _given_day(value: Any) -> date:
+    """The calendar day a bound names, in its own time zone (as the API's edge reads it)."""
+    if isinstance(value, str):
+        value = parse_date(value) or parse_datetime(value)
+    return value.date() if isinstance(value, datetime) else value
+
+
 def _instant(value: Any, *, field: str, end_of_day: bool) -> str | None:
     """ISO datetime string of a ``since``/``until`` bound (``trail_filters.instant``: a bare
-    date is that UTC day)."""
+    date is that UTC day), a day within ``limits.MIN_DATE``..``MAX_DATE`` for the API and the
+    console alike."""
     try:
         parsed = instant(value, end_of_day=end_of_day)
     except ValueError as exc:
         raise InvalidInput(f"{field}: not a date or datetime", fields={field: [str(exc)]}) from exc
-    return parsed.isoformat() if parsed else None
+    if parsed is None:
+        return None
+    if not MIN_DATE <= _given_day(value) <= MAX_DATE:
+        message = f"must be between {MIN_DATE.isoformat()} and {MAX_DATE.isoformat()}"
+        raise InvalidInput(f"{field}: {message}", fields={field: [message]})
+    return parsed.isoformat()
 
 
 # Retry-After of a refused export: about how long a small export takes.

@@ -122,3 +122,37 @@ def test_downloads_are_audited_from_the_console_and_the_api(people, run_jobs):
     entries = AuditEntry.objects.filter(tenant=tenant, action=AuditAction.EXPORT_DOWNLOAD).order_by("created_at", "id")
     assert [e.actor_label for e in entries] == ["operator:c@acme.test", f"apikey:{raw[:11]}"]
     assert all(e.details["export_id"] == str(job.pk) for e in entries)
+
+
+def test_the_console_export_filters_by_subject_and_scope_exactly_as_the_api_records_them(people):
+    """The service matches a subject exactly (" alice" is not "alice"), as the API's export does
+    and as the console's erasure does: the console's export form does not strip them either."""
+    tenant, client = people["tenant"], people["compliance"]
+    response = client.post("/console/exports/?tenant=acme", {"format": "csv", "subject": " alice ", "scope": " docs"})
+    assert response.status_code == 302
+    job = Job.objects.get(tenant=tenant, kind=JobKind.EXPORT)
+    assert job.params["subject"] == " alice " and job.params["scope"] == " docs"
+
+
+def test_the_console_export_form_is_held_to_the_cap_on_exports_in_progress(people, settings):
+    """Issue 25: the console's export form skipped the per-tenant cap the API kept. The cap is the
+    service's: the form answers it with its status (429) and message, and writes no job."""
+    settings.TRAILCACHE_MAX_ACTIVE_EXPORTS = 1
+    tenant, client = people["tenant"], people["compliance"]
+    assert client.post("/console/exports/?tenant=acme", {"format": "csv"}).status_code == 302
+    refused = client.post("/console/exports/?tenant=acme", {"format": "jsonl"})
+    assert refused.status_code == 429 and "at most 1" in refused.content.decode()
+    assert Job.objects.filter(tenant=tenant, kind=JobKind.EXPORT).count() == 1
+    # Another tenant's exports are its own.
+    assert people["outsider"].post("/console/exports/?tenant=globex", {"format": "csv"}).status_code == 302
+
+
+@pytest.mark.parametrize("day", ["1850-06-01", "9999-06-01"])
+def test_the_console_export_takes_the_date_range_the_api_export_takes(people, caller, day):
+    """One range for an export's bounds, in the service: the API's export refused these days
+    (400 naming the field) while the console's export form took them."""
+    api = caller.post("/api/v1/exports", {"format": "csv", "since": day})
+    assert api.status_code == 400 and "since" in api.json()["fields"]
+    refused = people["compliance"].post("/console/exports/?tenant=acme", {"format": "csv", "since": day})
+    assert refused.status_code == 400 and "1900-01-01" in refused.content.decode()
+    assert not Job.objects.filter(tenant=people["tenant"], kind=JobKind.EXPORT).exists()

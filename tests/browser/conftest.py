@@ -14,6 +14,12 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
 PASSWORD = "browser-test-pass"
+# Added with page.add_init_script: CSP violations, recorded in the page before any of its scripts run.
+RECORD_VIOLATIONS = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', e => window.__csp.push(
+  e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + (e.sample || '') + ')'));
+"""
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -8,16 +8,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser.conftest import login
+from tests.browser.conftest import RECORD_VIOLATIONS, login
 
 pytestmark = pytest.mark.browser
 
-# Recorded in the page before any of its scripts run.
-RECORD_VIOLATIONS = """
-window.__csp = [];
-document.addEventListener('securitypolicyviolation', e => window.__csp.push(
-  e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + (e.sample || '') + ')'));
-"""
 
 PAGES = ["/console/", "/console/trails/", "/console/sections/", "/console/settings/", "/console/api-keys/",
          "/console/audit/", "/console/exports/"]

@@ -6,6 +6,11 @@ wrong password."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tenants import ratelimit
@@ -14,6 +19,7 @@ from tenants.services import operator_create
 
 PASSWORD = "right-password-for-tests"
 NOW = 1_800_000_010.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -174,3 +180,105 @@ def test_the_delay_never_exceeds_the_lock_period(guard):
     assert delay_after(3) == delay_after(guard.TRAILCACHE_LOGIN_MAX_FAILURES)
     assert delay_after(2) == 0
     assert delay_after(1000) == 15 * 60
+
+
+# An attacker rotating addresses: each address fails once or twice (no per-pair delay, no
+# per-address throttle), yet the account's failures across addresses are bounded too, by a delay
+# that grows slowly and stays short, so the real operator is delayed at worst, never locked out,
+# and not even delayed from an address it logged in from before.
+
+ROTATING = [f"198.51.{n // 250}.{n % 250 + 1}" for n in range(2000)]  # a new address for every attempt
+
+
+@pytest.fixture
+def account_guard(guard):
+    guard.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # in memory, on the test's clock
+    guard.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT = 4
+    guard.TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS = 10
+    return guard
+
+
+def test_failures_across_many_addresses_delay_the_account(client, account_guard, operator, clock):
+    for address in ROTATING[:4]:
+        assert not _logged_in(_login(client, "ops@acme.test", "wrong", address=address))
+    # The 5th address, never seen before, with the right password: delayed like any other.
+    assert not _logged_in(_login(client, "ops@acme.test", PASSWORD, address=ROTATING[10]))
+    clock["t"] += 10.5  # the delay ends (at most the configured maximum)
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address=ROTATING[10]))
+    entries = AuditEntry.objects.filter(action=AuditAction.LOGIN_LOCKED, target="ops@acme.test")
+    assert entries.exists()
+    assert {e.details.get("across_addresses") for e in entries} == {True}
+    assert entries.first().details["failures"] == 4
+
+
+def test_the_account_delay_grows_slowly_and_bounds_the_guesses(client, account_guard, operator, clock):
+    from tenants.login_guard import account_delay_after
+
+    delays = [account_delay_after(n) for n in range(1, 40)]
+    assert delays[:3] == [0, 0, 0] and 0 < delays[3] < delays[4]  # from the 4th failure, growing
+    assert max(delays) == 10  # never more than TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS
+    assert all(b - a <= 2 for a, b in zip(delays, delays[1:], strict=False))  # slowly: no doubling
+    # Guessing as fast as allowed from a new address each time, for one lock period: bounded.
+    tried = 0
+    end = clock["t"] + 15 * 60
+    addresses = iter(ROTATING)
+    while clock["t"] < end:
+        response = _login(client, "ops@acme.test", "wrong", address=next(addresses))
+        tried += 1
+        clock["t"] += 0.5
+        assert not _logged_in(response)
+    delays = [e.details["delay_seconds"] for e in AuditEntry.objects.filter(
+        action=AuditAction.LOGIN_LOCKED, target="ops@acme.test", tenant=operator[1]).order_by("created_at", "id")]
+    # Of 1,800 attempts, only those outside a delay had their password checked: the first 4 (and 4
+    # again when the counting window turns), then one per delay, each audited.
+    assert tried == 1800 and len(delays) < 15 * 60 // 10 + 10
+    assert delays[:5] == [2, 4, 6, 8, 10] and set(delays[5:]) <= {2, 4, 6, 8, 10}
+
+
+def test_an_address_the_operator_logged_in_from_is_not_delayed_by_failures_elsewhere(
+        client, account_guard, operator, clock):
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.10"))
+    client.logout()
+    for address in ROTATING[:8]:
+        _login(client, "ops@acme.test", "wrong", address=address)
+    assert not _logged_in(_login(client, "ops@acme.test", PASSWORD, address=ROTATING[50]))  # a new one: delayed
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.10"))  # a known one: not
+
+
+def test_logins_refused_by_the_account_delay_do_not_count_against_the_operators_address(
+        client, account_guard, operator, clock):
+    for address in ROTATING[:4]:
+        _login(client, "ops@acme.test", "wrong", address=address)
+    for _ in range(6):  # the operator, at a new address, tries again and again during the delay
+        assert not _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.77"))
+    clock["t"] += 10.5
+    # No password was checked while delayed: no per-(account, address) delay grew from it.
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address="192.0.2.77"))
+
+
+def test_only_passwords_checked_count_for_the_account_across_addresses(client, account_guard, operator):
+    account_guard.TRAILCACHE_LOGIN_MAX_FAILURES = 100  # the per-(account, address) delay is another test's
+    for n in range(6):  # one address guessing across accounts: throttled
+        _login(client, f"nobody-{n}@acme.test", "guess", address="203.0.113.99")
+    for _ in range(10):  # then at the operator: refused by the throttle, no password checked
+        assert not _logged_in(_login(client, "ops@acme.test", "wrong", address="203.0.113.99"))
+    assert _logged_in(_login(client, "ops@acme.test", PASSWORD, address=ROTATING[0]))  # not delayed
+
+
+def _settings_with(env: dict[str, str]):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TRAILCACHE_", "DATABASE_"))}
+    clean.update({"DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/unused",
+                  "TRAILCACHE_DEV": "true", **env})
+    code = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT, s.TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS)")
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_account_bound_is_configured_from_the_environment():
+    assert _settings_with({}).stdout.split() == ["30", "60"]
+    configured = _settings_with({"TRAILCACHE_LOGIN_MAX_FAILURES_PER_ACCOUNT": "7",
+                                 "TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS": "45"})
+    assert configured.stdout.split() == ["7", "45"], configured.stderr
+    refused = _settings_with({"TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS": "0"})
+    assert refused.returncode != 0 and "TRAILCACHE_LOGIN_ACCOUNT_MAX_DELAY_SECONDS must be >= 1" in refused.stderr
