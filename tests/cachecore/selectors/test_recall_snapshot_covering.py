@@ -1,4 +1,4 @@
-"""selectors.rivals (run by recall_snapshot.recall_covering): the tenant's sections that
+"""selectors.recall_snapshot.recall_covering (selectors.rivals): the tenant's sections that
 cover a query best, visible to the recall's scope only, by either route (exact scan, HNSW), and
 the trails citing the best of them, against a real PostgreSQL with pgvector."""
 
