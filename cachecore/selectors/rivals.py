@@ -117,13 +117,17 @@ def covering_sql(
         f"GROUP BY external_id ORDER BY cos DESC LIMIT {int(limit)})"
     )
     chosen = f"route AS (SELECT external_id FROM best WHERE cos >= %s ORDER BY cos DESC LIMIT {int(route)})"
+    # The trails citing the route's sections, found through the citations' section index; the
+    # fence (OFFSET 0) keeps the planner from walking the trails' HNSW index in distance order
+    # and filtering it (a scan of the whole scope for three rows).
     citing = (
-        f"citing AS MATERIALIZED (SELECT t.id, t.embedding <=> {QUERY_VECTOR} AS distance, t.query_normalised, "
+        "citing AS MATERIALIZED (SELECT * FROM (SELECT t.id, t.embedding <=> "
+        f"{QUERY_VECTOR} AS distance, t.query_normalised, "
         "t.steps, t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.scope = %s "
         "AND t.status = 'active' AND (t.expires_at > %s) IS TRUE AND t.embedding_model = %s "
         "AND NOT (t.id = ANY(%s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
-        "WHERE c.tenant_id = %s AND c.section_id IN (SELECT external_id FROM route)) "
-        f"ORDER BY 2 LIMIT {int(route)})"
+        "WHERE c.tenant_id = %s AND c.section_id IN (SELECT external_id FROM route)) OFFSET 0) f "
+        f"ORDER BY distance LIMIT {int(route)})"
     )
     negatives, negative_params = negatives_sql(tenant=tenant, trail="citing.id",
                                                only_if="citing.prefetch_boundary IS NOT NULL")
