@@ -27,7 +27,7 @@ RIVAL_SECTIONS = 8
 SECTION_ROUTE = 3
 # Chunks ranked before grouping by section (a section's best chunk is all that counts).
 RIVAL_CHUNKS = 64
-# Tenants with at most this many chunks are scanned exactly (through the sections' tenant
+# Tenants with at most this many chunks are scanned exactly (through the chunks' (tenant, model)
 # index); larger ones go through the chunks' HNSW index with iterative scan.
 EXACT_MAX_CHUNKS = 2000
 _HNSW_EF_SEARCH = 100
