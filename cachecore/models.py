@@ -319,6 +319,9 @@ class RecallEvent(models.Model):
     # like it. Null otherwise; gone with the log entry (retention, erasure).
     negative_for = models.UUIDField(null=True, blank=True)
     negative_embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    # The model that computed ``negative_embedding``: a negative of another model counts for
+    # nothing until the refresh embeds its query again (services/reembed.py).
+    negative_embedding_model = models.CharField(max_length=100, blank=True, default="", db_default="")
     negative_bar = models.FloatField(null=True, blank=True)
 
     objects = ScopedQuerySet.as_manager()

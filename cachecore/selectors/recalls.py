@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
+from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import local_bar
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
@@ -116,14 +117,16 @@ class Negative:
 
 def trail_negatives(*, tenant: Tenant, trail_id: object, query_embedding: Any = None) -> list[Negative]:
     """A trail's negatives, each with its query's cosine to ``query_embedding``."""
+    model = get_embedder().version
     with connection.cursor() as cur:
         if query_embedding is None:
             cur.execute("SELECT id, negative_bar, NULL FROM cachecore_recallevent "
-                        "WHERE tenant_id = %s AND negative_for = %s", [tenant.pk, str(trail_id)])
+                        "WHERE tenant_id = %s AND negative_for = %s AND negative_embedding_model = %s",
+                        [tenant.pk, str(trail_id), model])
         else:
             cur.execute("SELECT id, negative_bar, 1 - (negative_embedding <=> %s::vector) FROM cachecore_recallevent "
-                        "WHERE tenant_id = %s AND negative_for = %s",
-                        [vector_literal(query_embedding), tenant.pk, str(trail_id)])
+                        "WHERE tenant_id = %s AND negative_for = %s AND negative_embedding_model = %s",
+                        [vector_literal(query_embedding), tenant.pk, str(trail_id), model])
         return [Negative(r[0], float(r[1]), None if r[2] is None else float(r[2])) for r in cur.fetchall()]
 
 
@@ -134,7 +137,8 @@ def negatives_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple
     unless the SQL condition ``only_if`` holds. On the partial index."""
     return ("SELECT array_agg(1 - (negative_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
             "array_agg(negative_bar) AS bars FROM cachecore_recallevent "
-            f"WHERE ({only_if}) AND tenant_id = %s AND negative_for = {trail}"), [tenant.pk]
+            f"WHERE ({only_if}) AND tenant_id = %s AND negative_for = {trail} "
+            "AND negative_embedding_model = %s"), [tenant.pk, get_embedder().version]
 
 
 def bar_from_negatives(cosines: list[float] | None, bars: list[float] | None, *,

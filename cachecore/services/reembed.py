@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from cachecore.embedding import get_embedder
-from cachecore.models import SectionChunk, Trail
+from cachecore.engine.text import normalise_query
+from cachecore.models import RecallEvent, SectionChunk, Trail
 from cachecore.services.sections import section_chunks_compute
 
 BATCH = 500
@@ -24,6 +25,8 @@ class RefreshResult:
     # Trails whose question text retention already removed: they cannot be embedded again and
     # stay unmatched until they expire.
     redacted_left: int
+    # Recall-log negatives embedded again from their query (those without one are dropped).
+    negatives: int = 0
 
 
 def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) -> RefreshResult:
@@ -53,5 +56,25 @@ def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) ->
             break
         section_chunks_compute(section_pks=pks)
         sections += len(pks)
+    negatives = 0
+    while max_batches is None or done < max_batches:
+        done += 1
+        with transaction.atomic():
+            events = list(RecallEvent.objects.select_for_update(skip_locked=True)
+                          .filter(negative_for__isnull=False).exclude(negative_embedding_model=version)
+                          .only("id", "query")[:batch])
+            if not events:
+                break
+            # A negative is local to its recall's query: embedded again from it, or, when the
+            # query is gone (redacted), dropped (its trail keeps its boundary, trail-wide).
+            gone = [e.pk for e in events if not normalise_query(e.query or "")]
+            kept = [e for e in events if e.pk not in set(gone)]
+            for event, vector in zip(kept, embedder.embed([normalise_query(e.query) for e in kept])):
+                event.negative_embedding, event.negative_embedding_model = vector, version
+            RecallEvent.objects.bulk_update(kept, ["negative_embedding", "negative_embedding_model"])
+            RecallEvent.objects.filter(pk__in=gone).update(negative_for=None, negative_embedding=None,
+                                                           negative_bar=None, negative_embedding_model="")
+            negatives += len(events)
     redacted = Trail.objects.exclude(embedding_model=version).filter(query_normalised="").count()
-    return RefreshResult(model=version, trails=trails, sections=sections, redacted_left=redacted)
+    return RefreshResult(model=version, trails=trails, sections=sections, redacted_left=redacted,
+                         negatives=negatives)

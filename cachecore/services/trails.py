@@ -186,7 +186,8 @@ def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited_
             if trail is None:
                 return
             RecallEvent.objects.filter(tenant=tenant, pk=event.pk).update(
-                negative_for=trail.pk, negative_embedding=query_embedding, negative_bar=bar)
+                negative_for=trail.pk, negative_embedding=query_embedding, negative_bar=bar,
+                negative_embedding_model=get_embedder().version)
             if trail.prefetch_boundary is None or bar > trail.prefetch_boundary:
                 Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=bar)
     elif label:
@@ -219,7 +220,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
                 lowered[neg.recall_id] = bar
         if cleared:
             RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(
-                negative_for=None, negative_embedding=None, negative_bar=None)
+                negative_for=None, negative_embedding=None, negative_bar=None, negative_embedding_model="")
         for recall_id, bar in lowered.items():
             RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(negative_bar=bar)
         left = [lowered.get(n.recall_id, n.bar) for n in negatives if n.recall_id not in cleared]

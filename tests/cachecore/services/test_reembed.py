@@ -52,3 +52,58 @@ def test_a_redacted_trail_of_another_model_cannot_be_re_embedded_and_stays_unmat
     assert result.redacted_left >= 1
     assert Trail.objects.get(pk=trail.pk).embedding_model == "another-model@0123456789ab"
     assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"
+
+
+def test_a_negative_of_another_model_counts_for_nothing_until_its_query_is_embedded_again(caller):
+    """A trail's negatives are local to their recall's query by cosine: one computed by another
+    model would compare vectors of two models. Until the refresh embeds its query again, the
+    trail's boundary is trail-wide (it holds for every query); then it is local again."""
+    from cachecore.models import RecallEvent
+
+    caller.upsert({"doc#config": "Set ACME_HOME to move the configuration directory of Acme.",
+                   "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."})
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.05, 0.01
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    trail = caller.record(query="How do I move the Acme configuration directory?", cited=["doc#config"]).json()
+    near_miss = caller.recall("How do I move the Acme log directory?")
+    assert (near_miss["outcome"], near_miss["trail_id"]) == ("prefetch", trail["trail_id"])
+    caller.record(query="How do I move the Acme log directory?", cited=["doc#logging"],
+                  recall_id=near_miss["recall_id"], accepted=None)
+    negative = RecallEvent.objects.get(pk=near_miss["recall_id"])
+    assert negative.negative_embedding_model == get_embedder().version
+    # A high bar, so that a trail-wide boundary would hold back a question unlike the near miss.
+    RecallEvent.objects.filter(pk=negative.pk).update(negative_bar=0.99)
+    Trail.objects.filter(pk=trail["trail_id"]).update(prefetch_boundary=0.99)
+    unlike = "Which environment variable sets the Acme home?"
+    assert caller.recall(unlike)["outcome"] == "prefetch"  # not like the near miss: its bar is local
+
+    # The model changed since: the negative's vector belongs to another model's space.
+    RecallEvent.objects.filter(pk=negative.pk).update(negative_embedding_model="another-model@0123456789ab")
+    held = caller.recall(unlike)
+    assert (held["outcome"], held["reason"]) == ("hint", "not_cited_before"), held
+
+    result = embeddings_refresh()
+    assert result.negatives == 1
+    negative.refresh_from_db()
+    assert negative.negative_embedding_model == get_embedder().version and negative.negative_for is not None
+    assert caller.recall(unlike)["outcome"] == "prefetch"
+    assert caller.recall("Can the Acme log directory be moved?")["reason"] == "not_cited_before"
+    assert embeddings_refresh().negatives == 0  # idempotent
+
+
+def test_a_negative_whose_query_is_gone_is_dropped_by_the_refresh(caller):
+    from cachecore.models import RecallEvent
+
+    caller.upsert({"doc#config": "Set ACME_HOME to move the configuration directory of Acme."})
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.05, 0.01
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    caller.record(query="How do I move the Acme configuration directory?", cited=["doc#config"])
+    offered = caller.recall("How do I move the Acme log directory?")
+    caller.upsert({"doc#other": "Something else entirely."})
+    caller.record(query="How do I move the Acme log directory?", cited=["doc#other"],
+                  recall_id=offered["recall_id"], accepted=None)
+    RecallEvent.objects.filter(pk=offered["recall_id"]).update(negative_embedding_model="another-model@0123456789ab",
+                                                               query="")
+    assert embeddings_refresh().negatives == 1
+    event = RecallEvent.objects.get(pk=offered["recall_id"])
+    assert (event.negative_for, event.negative_embedding, event.negative_embedding_model) == (None, None, "")
