@@ -113,6 +113,18 @@ class TrailContext:
     cited_text: str | None = None
 
 
+# Sections still waiting for their chunks, as a share of the tenant's, beyond which the list of
+# best-covering sections is too incomplete to count against anyone: a large upsert whose chunks
+# are still being embedded, not the trickle of a tenant that writes all the time.
+RIVALS_PENDING_SHARE = 0.01
+
+
+def rivals_complete(*, pending: int, sections: int) -> bool:
+    """Whether the best-covering sections can be weighed against a candidate: at most
+    ``RIVALS_PENDING_SHARE`` of the tenant's ``sections`` wait for their chunks."""
+    return pending <= RIVALS_PENDING_SHARE * sections
+
+
 def rival_coverage(best_sections: Sequence[tuple[str, float]], cited_ids: Iterable[str]) -> float | None:
     """The best cosine of the query against a section the trail does not cite, from the
     tenant's best-covering sections (best first). When every listed section is cited, the last

@@ -31,6 +31,8 @@ RIVAL_CHUNKS = 64
 # index); larger ones go through the chunks' HNSW index with iterative scan.
 EXACT_MAX_CHUNKS = 2000
 _HNSW_EF_SEARCH = 100
+# Pending sections are counted up to this many (on the partial index of pending sections).
+PENDING_COUNT_CAP = 1000
 
 # tenant → (chunks, counted up to EXACT_MAX_CHUNKS + 1; valid until), least recently used first.
 _sizes: OrderedDict[str, tuple[int, float]] = OrderedDict()
@@ -71,9 +73,9 @@ class Covering:
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
-    # Some section of the tenant still waits for its chunks: the best-covering list may miss the
-    # section that answers, so it is no evidence against the others (the rival is unknown).
-    chunks_pending: bool = False
+    # Sections of the tenant still waiting for their chunks (counted up to PENDING_COUNT_CAP):
+    # the best-covering list may miss one of them (engine/evidence.rivals_complete).
+    chunks_pending: int = 0
 
 
 def covering_sql(
@@ -137,8 +139,8 @@ def covering_sql(
         f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
         "SELECT (SELECT array_agg(external_id ORDER BY cos DESC) FROM best), "
         "(SELECT array_agg(cos ORDER BY cos DESC) FROM best), "
-        "EXISTS (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
-        "AND p.text IS NOT NULL), "
+        "(SELECT count(*) FROM (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
+        f"AND p.text IS NOT NULL LIMIT {int(PENDING_COUNT_CAP)}) p), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
         "neg.cosines, neg.bars, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
         f"LEFT JOIN LATERAL ({negatives}) neg ON true LEFT JOIN LATERAL ({cited}) cit ON true "
@@ -156,7 +158,7 @@ def covering_from_rows(rows: list[tuple]) -> Covering:
     """The Covering of a ``covering_sql`` statement's rows."""
     if not rows:
         return Covering()
-    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], bool(rows[0][2])
+    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
     order: dict[str, Candidate] = {}
     cited_by: dict[str, list[Cited]] = {}
     at = 3  # the candidate's columns, then its negatives (two), then its cited section's

@@ -24,7 +24,7 @@ from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, Policy, Reason, RecallDecision, decide
-from cachecore.engine.evidence import FEATURES, Idf
+from cachecore.engine.evidence import FEATURES, Idf, rivals_complete
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
 from cachecore.engine.scorer import default_match_scorer, default_question_scorer
@@ -100,9 +100,10 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     cover = recall_covering(caller=caller, scope=scope, vector=vector, terms=terms,
                             threshold=caller.tenant.similarity_threshold,
                             exclude=[c.trail_id for c in snapshot.candidates])
-    # While some section waits for its chunks, the best-covering list may miss the one that
+    # While many sections wait for their chunks, the best-covering list may miss the one that
     # answers: no evidence against the others then (the rival is unknown), only candidates.
-    rivals = [] if cover.chunks_pending else cover.sections
+    complete = rivals_complete(pending=cover.chunks_pending, sections=snapshot.sections)
+    rivals = cover.sections if complete else []
     return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), rivals)
 
 

@@ -71,3 +71,15 @@ def test_a_text_that_restates_the_question_is_scored_on_the_question_evidence_al
     moved = list(vector)
     moved[FEATURES.index("rival_margin")] = -0.5
     assert question.score(vector) == question.score(moved) and document.score(vector) > document.score(moved)
+
+
+def test_the_rivals_count_unless_many_sections_still_wait_for_their_chunks():
+    from cachecore.engine.evidence import rivals_complete
+
+    assert rivals_complete(pending=0, sections=0) and rivals_complete(pending=0, sections=150)
+    # A large upsert whose chunks are still to come: the list of best-covering sections may miss
+    # the one that answers.
+    assert not rivals_complete(pending=141, sections=150)
+    # The trickle of a tenant that writes all the time does not switch the evidence off.
+    assert rivals_complete(pending=20, sections=100_000)
+    assert not rivals_complete(pending=1001, sections=100_000)

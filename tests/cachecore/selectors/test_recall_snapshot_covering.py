@@ -78,3 +78,14 @@ def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(
     assert _covering(caller, "default", query, exclude=[ours]).candidates == []
     assert _covering(caller, "default", query, threshold=0.99).candidates == []
     assert _covering(caller, "default", query, threshold=0.99).sections[0][0] == "broker#visibility"
+
+
+def test_the_covering_read_counts_the_sections_still_waiting_for_their_chunks(caller):
+    from cachecore.services.sections import sections_upsert
+
+    caller.upsert(SECTIONS)
+    query = "how long does the broker wait for an ack before redelivery?"
+    assert _covering(caller, "default", query).chunks_pending == 0
+    sections_upsert(caller=tenant_caller(caller.tenant), chunks="later",
+                    sections=[{"id": f"later#{i}", "text": f"Section {i} waits for its chunks."} for i in range(3)])
+    assert _covering(caller, "default", query).chunks_pending == 3
