@@ -77,6 +77,41 @@ def load_probes() -> tuple[list[dict[str, Any]], list[Probe]]:
     return entries, probes
 
 
+def _study_tenant(prefix: str, label: str, *, overrides: dict[str, Any], floor: float | None) -> Any:
+    """A throw-away tenant for a collect: ``overrides`` applied, and with ``floor`` a low first
+    stage and no hint band, so every candidate's evidence is logged."""
+    from tenants.services import tenant_create
+
+    started = datetime.now(UTC)
+    tenant = tenant_create(slug=f"{prefix}-{started:%Y%m%d-%H%M%S}-{random.Random().randrange(16**4):04x}",
+                           name=label)
+    for field_name, value in overrides.items():
+        setattr(tenant, field_name, value)
+    if floor is not None:
+        tenant.similarity_threshold = floor
+        tenant.hint_confidence = 0.0
+    tenant.full_clean()
+    tenant.save()
+    return tenant
+
+
+def _ingest(tenant: Any, root: Path, subtrees: Sequence[str] = ()) -> set[str]:
+    """The corpus's sections into ``tenant``, then every section's chunks, as the tenant's chunk
+    job gives them (recall weighs the cited text against the best-covering section of the whole
+    corpus: the rival evidence). Returns the section ids."""
+    from docingest.ingest import collect_sections, ingest_sections
+    from docingest.progress import Progress
+    from research.corpora import chunks_ensure_cached
+
+    sections = collect_sections(root, subtrees)
+    ids = {s.id for s in sections}
+    with Progress("ingest sections", len(sections)) as bar:
+        ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
+    with Progress("chunk embeddings", len(ids)) as bar:
+        chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
+    return ids
+
+
 def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLECT_FLOOR,
             keep_tenant: bool = False) -> Path:
     import django
@@ -85,35 +120,16 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     django.setup()
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
-    from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
-    from research.corpora import chunks_ensure_cached
     from research.evaluation.harness import parse_overrides  # noqa: F401 (same --set syntax)
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
-    from tenants.services import tenant_create
 
     entries, probes = load_probes()
-    started = datetime.now(UTC)
-    tenant = tenant_create(slug=f"calib-{started:%Y%m%d-%H%M%S}-{random.Random().randrange(16**4):04x}",
-                           name="Match calibration")
-    for name, value in overrides.items():
-        setattr(tenant, name, value)
-    if floor is not None:
-        tenant.similarity_threshold = floor
-        tenant.hint_confidence = 0.0
-    tenant.full_clean()
-    tenant.save()
+    tenant = _study_tenant("calib", "Match calibration", overrides=overrides, floor=floor)
     try:
-        sections = collect_sections(DOCS)
-        ids = {s.id for s in sections}
-        with Progress("ingest sections", len(sections)) as bar:
-            ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
+        ids = _ingest(tenant, DOCS)
         gold = {e["id"]: [g for g in e["gold"] if g in ids] for e in entries}
-        # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
-        # text against the best-covering section of the whole corpus (the rival evidence).
-        with Progress("chunk embeddings", len(ids)) as bar:
-            chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
         trail_of: dict[str, str] = {}
         with Progress("record trails", len(entries)) as bar:
             for e in entries:
@@ -163,29 +179,15 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
     django.setup()
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
-    from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
-    from research.corpora import CORPORA, chunks_ensure_cached
+    from research.corpora import CORPORA
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
-    from tenants.services import tenant_create
 
     corpus = CORPORA[name]
-    started = datetime.now(UTC)
-    tenant = tenant_create(slug=f"calib-{name}-{started:%Y%m%d-%H%M%S}-{random.Random().randrange(16**4):04x}",
-                           name=f"Match calibration ({name})")
-    if floor is not None:
-        tenant.similarity_threshold = floor
-        tenant.hint_confidence = 0.0
-        tenant.full_clean()
-        tenant.save()
+    tenant = _study_tenant(f"calib-{name}", f"Match calibration ({name})", overrides={}, floor=floor)
     try:
-        sections = collect_sections(corpus.docs, corpus.subtrees)
-        ids = {s.id for s in sections}
-        with Progress("ingest sections", len(sections)) as bar:
-            ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
-        with Progress("chunk embeddings", len(ids)) as bar:
-            chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
+        ids = _ingest(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
         caller = tenant_caller(tenant)
         trail_of = {}

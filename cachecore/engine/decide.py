@@ -30,7 +30,7 @@ from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.evidence import Idf, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, section_state
-from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
+from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, identifiers, numbers, trigram_similarity
 from cachecore.engine.polarity import polarity_conflict
 from cachecore.engine.scorer import MatchScorer, scorer_for
 from cachecore.engine.text import content_hash
@@ -274,6 +274,8 @@ def decide(
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
     top_similarity = round(candidates[0].similarity, 4)
     qualified = [c for c in candidates if first_stage(policy, query, c)]
+    # The cited text is read for the query's specifics only when it names some (most do not).
+    specifics = bool(numbers(query) or identifiers(query))
     stale: list[str] = []
     live: list[Scored] = []
     for candidate in qualified:
@@ -284,7 +286,7 @@ def decide(
         scored.coverage = candidate_coverage(scored)
         scored.trail_coverage = candidate_coverage(scored, of_trail=True)
         scored.coverage_pending = coverage_pending(scored)
-        texts = [c.text for c in candidate.cited if c.text is not None]
+        texts = [c.text for c in candidate.cited if c.text is not None] if specifics else []
         context = TrailContext(candidate.query_normalised, candidate.steps,
                                frozenset().union(*(c.query_terms for c in candidate.cited)),
                                cited_text=" ".join(texts).lower() if texts else None)

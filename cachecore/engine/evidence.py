@@ -109,7 +109,8 @@ class TrailContext:
     steps: object
     # The query's terms that the cited sections' text holds (read with the sections).
     cited_terms: frozenset[str] = frozenset()
-    # The cited sections' text, lower-cased (None: not known here), for the query's specifics.
+    # The cited sections' text, lower-cased (None: not known, or not needed: the query names no
+    # specifics), for the query's specifics.
     cited_text: str | None = None
 
 

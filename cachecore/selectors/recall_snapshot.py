@@ -28,7 +28,7 @@ from cachecore.selectors.nearest import (
     candidates_sql,
 )
 from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
-from cachecore.selectors.rivals import EXACT_MAX_CHUNKS, Covering, covering_from_rows, covering_sql
+from cachecore.selectors.rivals import EXACT_MAX_CHUNKS, Covering, covering_sql
 from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
 from tenants.caller import Caller
 
@@ -71,25 +71,38 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
     rows = _execute(settings_sql, statement, params)
     if not rows:
         return RecallSnapshot([])
+    # Each row: the candidate, its negatives, the term frequencies, one cited section.
+    found = candidates_from_rows(rows, at=0, cited_at=CANDIDATE_COLUMNS + 4)
+    sections, df = term_frequencies_from_row(rows[0][CANDIDATE_COLUMNS + 2], rows[0][CANDIDATE_COLUMNS + 3])
+    return RecallSnapshot(found, sections, df)
+
+
+def candidates_from_rows(rows: list[tuple[Any, ...]], *, at: int, cited_at: int,
+                         via_sections: bool = False) -> list[Candidate]:
+    """The candidates of a read with one row per citation (a candidate's rows together): from
+    column ``at`` the candidate's columns (``nearest.candidate_from_row``; NULL: no candidate in
+    this row) and its negatives' two arrays, from ``cited_at`` one cited section's
+    (``citations.cited_from_row``; NULLs for a trail without citations). Best cosine first; a
+    trail with a boundary gets the bar its negatives set for this query."""
     order: dict[str, Candidate] = {}
     cited_by: dict[str, list[Cited]] = {}
-    first = CANDIDATE_COLUMNS + 4
     for row in rows:
-        trail_id = str(row[0])
+        if row[at] is None:
+            continue
+        trail_id = str(row[at])
         if trail_id not in order:
-            candidate = candidate_from_row(row[:CANDIDATE_COLUMNS])
+            candidate = candidate_from_row(row[at:at + CANDIDATE_COLUMNS])
             if candidate.boundary is not None:
-                bar = bar_from_negatives(row[CANDIDATE_COLUMNS], row[CANDIDATE_COLUMNS + 1],
+                bar = bar_from_negatives(row[at + CANDIDATE_COLUMNS], row[at + CANDIDATE_COLUMNS + 1],
                                          boundary=candidate.boundary)
                 candidate = replace(candidate, boundary=bar)
-            order[trail_id] = candidate
+            order[trail_id] = replace(candidate, via_sections=via_sections)
             cited_by[trail_id] = []
-        if row[first] is not None:  # a trail without citations has one row of NULLs here
-            cited_by[trail_id].append(cited_from_row(row[first:first + CITED_COLUMNS], with_coverage=True))
-    sections, df = term_frequencies_from_row(rows[0][CANDIDATE_COLUMNS + 2], rows[0][CANDIDATE_COLUMNS + 3])
+        if row[cited_at] is not None:
+            cited_by[trail_id].append(cited_from_row(row[cited_at:cited_at + CITED_COLUMNS], with_coverage=True))
     found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
     found.sort(key=lambda c: c.similarity, reverse=True)
-    return RecallSnapshot(found, sections, df)
+    return found
 
 
 def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str], threshold: float,
@@ -99,7 +112,13 @@ def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str]
     with their cited sections and negatives. One statement, run as the first one is."""
     settings_sql, statement, params = covering_sql(caller=caller, scope=scope, terms=terms, threshold=threshold,
                                                    exclude=exclude, exact_max_chunks=exact_max_chunks)
-    return covering_from_rows(_execute(settings_sql, statement, [vector, *params]))
+    rows = _execute(settings_sql, statement, [vector, *params])
+    if not rows:
+        return Covering()
+    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
+    # Each row after those three: a citing trail, its negatives, one of its cited sections.
+    found = candidates_from_rows(rows, at=3, cited_at=3 + CANDIDATE_COLUMNS + 2, via_sections=True)
+    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found, pending)
 
 
 # Planning the statement costs about as much as running it (≈ 1 ms each on the bench's data),

@@ -8,16 +8,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from django.db import connection
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.decide import Candidate, Cited
-from cachecore.selectors.citations import CITED_COLUMNS, cited_from_row, cited_sql
-from cachecore.selectors.nearest import CANDIDATE_COLUMNS, QUERY_VECTOR, QUERY_VECTOR_CTE, candidate_from_row
-from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
+from cachecore.engine.decide import Candidate
+from cachecore.selectors.citations import cited_sql
+from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE
+from cachecore.selectors.recalls import negatives_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
@@ -93,7 +93,9 @@ def covering_sql(
     with its cited sections (``citations.cited_sql``) and its negatives (``recalls.negatives_sql``).
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
     large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
-    what it holds must not shape another scope's answer."""
+    what it holds must not shape another scope's answer. Its rows: the best sections' ids and
+    cosines and the pending count (every row), then a citing trail's candidate columns, its
+    negatives and one of its cited sections (``recall_snapshot.candidates_from_rows``)."""
     tenant = caller.tenant
     model = get_embedder().version
     # Placeholders in the order the SQL spells them: tenant-wide first, then the scope.
@@ -153,30 +155,3 @@ def covering_sql(
     ]
     return settings_sql, statement, params
 
-
-def covering_from_rows(rows: list[tuple]) -> Covering:
-    """The Covering of a ``covering_sql`` statement's rows."""
-    if not rows:
-        return Covering()
-    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
-    order: dict[str, Candidate] = {}
-    cited_by: dict[str, list[Cited]] = {}
-    at = 3  # the candidate's columns, then its negatives (two), then its cited section's
-    first = at + CANDIDATE_COLUMNS + 2
-    for row in rows:
-        if row[at] is None:
-            continue
-        trail_id = str(row[at])
-        if trail_id not in order:
-            candidate = replace(candidate_from_row(row[at:at + CANDIDATE_COLUMNS]), via_sections=True)
-            if candidate.boundary is not None:
-                bar = bar_from_negatives(row[at + CANDIDATE_COLUMNS], row[at + 1 + CANDIDATE_COLUMNS],
-                                         boundary=candidate.boundary)
-                candidate = replace(candidate, boundary=bar)
-            order[trail_id] = candidate
-            cited_by[trail_id] = []
-        if row[first] is not None:
-            cited_by[trail_id].append(cited_from_row(row[first:first + CITED_COLUMNS], with_coverage=True))
-    found = [replace(c, cited=tuple(cited_by[t])) for t, c in order.items()]
-    found.sort(key=lambda c: c.similarity, reverse=True)
-    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found, pending)
