@@ -1,5 +1,7 @@
 """Form of the hand-written Celery hard set tests/data/eval/celery_hard.jsonl: fields, kinds,
-sizes, the split by topic, gold ids present in the split Celery docs, low-overlap rewordings."""
+sizes, the split by topic, gold ids present in the split Celery docs, low-overlap rewordings, and
+each close question's ``answer``: the section ids of the split docs that answer it (``[]`` when none
+does), ``[gold]`` exactly when the gold section answers it, never the gold otherwise."""
 
 from __future__ import annotations
 
@@ -41,10 +43,18 @@ def test_row_shape(rows):
         assert len(r["same_need"]) == 2 and all(isinstance(q, str) and q.strip() for q in r["same_need"]), r["id"]
         assert len(r["close"]) == 2, r["id"]
         for c in r["close"]:
-            assert set(c) == {"question", "kind", "answered_by_source", "why"}, r["id"]
+            assert list(c) == ["question", "kind", "answered_by_source", "why", "answer"], r["id"]
             assert c["kind"] in KINDS, (r["id"], c["kind"])
             assert isinstance(c["answered_by_source"], bool), r["id"]
             assert c["question"].strip() and c["why"].strip(), r["id"]
+            answer = c["answer"]
+            assert isinstance(answer, list) and len(answer) <= 3, r["id"]
+            assert all(isinstance(a, str) and "#" in a for a in answer), r["id"]
+            assert len(set(answer)) == len(answer), r["id"]
+            if c["answered_by_source"]:
+                assert answer == [r["gold"]], (r["id"], c["question"])
+            else:
+                assert r["gold"] not in answer, (r["id"], c["question"])
 
 
 def test_sizes_and_kinds(rows):
@@ -97,3 +107,12 @@ def test_gold_ids_exist_in_the_split_corpus(rows):
     assert len(ids) > 1000
     missing = [(r["id"], r["gold"]) for r in rows if r["gold"] not in ids]
     assert not missing
+    missing_answers = [(r["id"], a) for r in rows for c in r["close"] for a in c["answer"] if a not in ids]
+    assert not missing_answers
+
+
+def test_some_close_questions_are_answered_elsewhere_and_some_nowhere(rows):
+    """Most other-section close questions name the section that answers them; a few have none."""
+    others = [c for r in rows for c in r["close"] if not c["answered_by_source"]]
+    assert sum(bool(c["answer"]) for c in others) >= 0.8 * len(others)
+    assert any(not c["answer"] for c in others)
