@@ -9,12 +9,16 @@ Two regimes, one rule (``scorer_for``): a candidate whose cited text restates th
 question (the question covered at cosine ≥ ``RESTATES_QUESTION``: an FAQ entry, a list of
 questions) is scored by ``question_scorer.json``, on the question evidence alone, since the
 section evidence (coverage, the rival margin) then only measures the question match again; every
-other candidate by ``match_scorer.json``. Both are calibrated to the same cuts.
+other candidate by ``match_scorer.json``. Each file carries the cuts it was calibrated at; the
+question scorer is mapped onto the document scorer's (``MatchScorer.aligned_to``: a linear map of
+its logit that sends its hint and prefetch cuts to the document scorer's), so that the tenant's one
+pair of cuts means the same for both regimes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -67,12 +71,32 @@ class MatchScorer:
         with open(path, encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
 
+    def aligned_to(self, other: MatchScorer) -> MatchScorer:
+        """This scorer with its logit mapped linearly so that its own hint and prefetch cuts land
+        on ``other``'s: the same ranking, and ``other``'s cuts mean for it what its own meant."""
+        if (self.hint_confidence, self.prefetch_confidence) == (other.hint_confidence, other.prefetch_confidence):
+            return self
+        lo, hi = _logit(self.hint_confidence), _logit(self.prefetch_confidence)
+        if hi <= lo:
+            raise ValueError("a scorer's prefetch cut must be above its hint cut")
+        a = (_logit(other.prefetch_confidence) - _logit(other.hint_confidence)) / (hi - lo)
+        b = _logit(other.prefetch_confidence) - a * hi
+        return MatchScorer(
+            weights=tuple(a * w for w in self.weights), bias=a * self.bias + b, means=self.means,
+            scales=self.scales, features=self.features, prefetch_confidence=other.prefetch_confidence,
+            hint_confidence=other.hint_confidence, similarity_threshold=self.similarity_threshold,
+            version=f"{self.version}@{other.version}", meta=self.meta)
+
     def score(self, features: Sequence[float]) -> float:
         """P(same need) from the evidence vector in ``FEATURES`` order (a scorer of fewer
         features reads its own)."""
         values = features if self.features == FEATURES else [features[FEATURES.index(f)] for f in self.features]
         z = self.bias + sum(w * (x - m) / s for w, x, m, s in zip(self.weights, values, self.means, self.scales))
         return sigmoid(z)
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
 
 
 @lru_cache(maxsize=1)
@@ -83,8 +107,9 @@ def default_match_scorer() -> MatchScorer:
 
 @lru_cache(maxsize=1)
 def default_question_scorer() -> MatchScorer:
-    """The shipped scorer of candidates whose cited text restates their question."""
-    return MatchScorer.load(QUESTION_SCORER_PATH)
+    """The shipped scorer of candidates whose cited text restates their question, aligned to the
+    shipped document scorer's cuts."""
+    return MatchScorer.load(QUESTION_SCORER_PATH).aligned_to(default_match_scorer())
 
 
 def scorer_for(trail_coverage: float | None, *, document: MatchScorer, question: MatchScorer | None) -> MatchScorer:

@@ -2,6 +2,8 @@
 section of the tenant covers the query better (rival), or the query names a release, number or
 identifier the cited text does not hold. Pure functions and decide(), no database."""
 
+import math
+
 from cachecore.engine.decide import Candidate, Cited, Policy, decide
 from cachecore.engine.evidence import FEATURES, Idf, rival_coverage, specifics_unexplained
 from cachecore.engine.scorer import default_match_scorer
@@ -83,3 +85,31 @@ def test_the_rivals_count_unless_many_sections_still_wait_for_their_chunks():
     # The trickle of a tenant that writes all the time does not switch the evidence off.
     assert rivals_complete(pending=20, sections=100_000)
     assert not rivals_complete(pending=1001, sections=100_000)
+
+
+def test_the_question_scorer_means_by_the_tenant_cuts_what_its_own_cuts_meant():
+    from cachecore.engine.scorer import QUESTION_SCORER_PATH, MatchScorer, default_question_scorer
+
+    document, own, aligned = default_match_scorer(), MatchScorer.load(QUESTION_SCORER_PATH), default_question_scorer()
+    assert (aligned.hint_confidence, aligned.prefetch_confidence) == (document.hint_confidence,
+                                                                      document.prefetch_confidence)
+
+    def full(k: float) -> list[float]:
+        """The evidence vector (every feature) whose question features sit k scales off their means."""
+        vector = [0.0] * len(FEATURES)
+        for name, m, s in zip(own.features, own.means, own.scales):
+            vector[FEATURES.index(name)] = m + k * s
+        return vector
+
+    # A vector its own fit puts exactly at one of its cuts lands exactly on the document scorer's.
+    for own_cut, tenant_cut in ((own.prefetch_confidence, document.prefetch_confidence),
+                                (own.hint_confidence, document.hint_confidence)):
+        at_cut = MatchScorer(weights=own.weights, bias=math.log(own_cut / (1 - own_cut)), means=own.means,
+                             scales=own.scales, features=own.features, prefetch_confidence=own.prefetch_confidence,
+                             hint_confidence=own.hint_confidence)
+        assert math.isclose(at_cut.score(full(0.0)), own_cut)
+        assert math.isclose(at_cut.aligned_to(document).score(full(0.0)), tenant_cut)
+    # The same ranking; a scorer already at the cuts is left as it is.
+    ks = (-1.0, -0.2, 0.3, 1.1)
+    assert sorted(ks, key=lambda k: own.score(full(k))) == sorted(ks, key=lambda k: aligned.score(full(k)))
+    assert document.aligned_to(document) is document
