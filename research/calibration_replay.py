@@ -16,17 +16,20 @@ decisions, without auth, throttling and serialisation):
 1. Round r recalls every item's r-th same-need question (cycling over the item's two), then
    its r-th close-but-different question. After each recall the agent records what it cited,
    linked by ``recall_id``: the gold section for a same-need question (and for a close question
-   the gold section answers anyway), another section of the gold's page for a close question
-   that needs something else. With probability ``noise`` that citation is flipped (gold ↔
-   another section of the page). Records are pending (no positive signal): they label the
-   recalls (and teach per-trail boundaries) but are never served, so the cache does not grow.
+   the gold section answers anyway); for a close question that needs something else, the
+   section(s) that answer it where the set names them (Celery's ``answer``), else another section
+   of the gold's page. With probability ``noise`` that citation is flipped (gold ↔ the other).
+   Records are pending (no positive signal): they label the recalls (and teach per-trail
+   boundaries) but are never served, so the cache does not grow.
 2. After the round, the tenant's suggested operating point is applied
    (``operating_point_apply``, as ``auto_calibrate`` would).
 
 Per round and side (calibration / held-out; the headline is held-out): same-need questions
 served their own trail's text (prefetch), their own trail as prefetch or hint, close-but-different
 questions (those the gold section does not answer) served any prefetch and how many of them the
-very trail they differ from, and the prefetch cut before and after the round, with 95 % Wilson
+very trail they differ from, how many of them a prefetch that carries none of the sections
+that answer them (*wrong*; only where the set names those sections: any prefetch otherwise),
+and the prefetch cut before and after the round, with 95 % Wilson
 intervals. Writes ``report.json`` and ``replay.png`` under ``--out`` (default
 ``reports/replay/<corpus>-noise<p>``). Research only: product code never imports this module.
 """
@@ -63,6 +66,7 @@ class RoundCounts:
     close: int = 0                   # close-but-different the gold section does not answer
     close_prefetch: int = 0          # ... served any prefetch
     close_prefetch_own: int = 0      # ... served the very trail they differ from
+    close_prefetch_wrong: int = 0    # ... served none of the sections that answer it
     close_answered: int = 0          # close questions the gold section answers anyway
     close_answered_own_prefetch: int = 0
     outcomes: Counter = field(default_factory=Counter)
@@ -74,6 +78,7 @@ class RoundCounts:
             "same_need_own_prefetch_or_hint": proportion(self.same_own_prefetch_or_hint, self.same_need),
             "close_any_prefetch": proportion(self.close_prefetch, self.close),
             "close_prefetch_own_trail": self.close_prefetch_own,
+            "close_wrong_prefetch": proportion(self.close_prefetch_wrong, self.close),
             "close_answered_own_prefetch": proportion(self.close_answered_own_prefetch, self.close_answered),
             "outcomes": dict(self.outcomes), "false_prefetch_by_kind": dict(self.false_by_kind),
         }
@@ -86,6 +91,9 @@ class Answer:
     outcome: str
     trail_id: str | None
     trails: tuple[str, ...]
+    sections: tuple[str, ...] = ()   # the ids of the sections the answer names
+    reason: str = ""
+    confidence: float = 0.0
 
     def served(self) -> tuple[str, ...]:
         """Trails whose sections the answer carries (the best first)."""
@@ -105,7 +113,9 @@ class ServiceTransport:
         from cachecore.services.recall import recall
 
         r = recall(caller=self.caller, scope=scope, query=query)
-        return Answer(r.recall_id, str(r.answer.outcome), r.answer.trail_id, tuple(r.answer.trails or ()))
+        return Answer(r.recall_id, str(r.answer.outcome), r.answer.trail_id, tuple(r.answer.trails or ()),
+                      tuple(s["id"] for s in r.answer.sections or ()), str(r.answer.reason),
+                      float(r.answer.confidence))
 
     def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
                signal: dict[str, Any] | None, recall_id: str | None = None) -> str:
@@ -138,7 +148,9 @@ class RestTransport:
 
     def recall(self, *, scope: str, query: str) -> Answer:
         b = self._post("/api/v1/recall", {"scope": scope, "query": query}, 200)
-        return Answer(b["recall_id"], b["outcome"], b.get("trail_id"), tuple(b.get("trails") or ()))
+        return Answer(b["recall_id"], b["outcome"], b.get("trail_id"), tuple(b.get("trails") or ()),
+                      tuple(s["id"] for s in b.get("sections") or ()), str(b.get("reason", "")),
+                      float(b.get("confidence") or 0.0))
 
     def record(self, *, scope: str, query: str, steps: list[dict[str, Any]], cited: list[str],
                signal: dict[str, Any] | None, recall_id: str | None = None) -> str:
@@ -206,6 +218,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                 "similarity_threshold": tenant.similarity_threshold,
                 "target_false_prefetch": tenant.target_false_prefetch}
     rows: list[dict[str, Any]] = []
+    # One line per recall: what was asked, answered and labelled (for the per-kind breakdown).
+    log: list[dict[str, Any]] = []
     items: list[Item] = []
     all_ids: list[str] = []
     try:
@@ -237,10 +251,12 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                 cited=gold[i.id], signal={"source": "caller", "accepted": True})
         timings["record_s"] = round(time.perf_counter() - t0, 1)
 
-        def label(query: str, recall_id: str, cites_gold: bool, item: Item) -> None:
+        def label(query: str, recall_id: str, cites_gold: bool, item: Item, answer: Sequence[str] = ()) -> None:
             if rng.random() < noise:
                 cites_gold = not cites_gold
-            cited = gold[item.id] if cites_gold else [other_section(gold[item.id], ids_by_page, all_ids, rng)]
+            named = [a for a in answer if a in known]
+            cited = gold[item.id] if cites_gold else (
+                named or [other_section(gold[item.id], ids_by_page, all_ids, rng)])
             agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
                          recall_id=recall_id)
 
@@ -261,6 +277,9 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     c.same_own_prefetch += res.outcome == "prefetch" and own
                     c.same_own_prefetch_or_hint += res.outcome in ("prefetch", "hint") and own
                     label(i.same_need_at(r - 1), res.recall_id, True, i)
+                    log.append({"round": r, "side": i.side, "item": i.id, "kind": "same_need",
+                                "outcome": res.outcome, "reason": res.reason, "confidence": res.confidence,
+                                "own": own, "right": own or bool(set(gold[i.id]) & set(res.sections))})
                     bar.step()
             rng.shuffle(order)
             with Progress(f"round {r} close-but-different", len(order)) as bar:
@@ -281,8 +300,15 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                         if res.outcome == "prefetch":
                             c.close_prefetch += 1
                             c.close_prefetch_own += own
+                            c.close_prefetch_wrong += not ({a for a in close.answer if a in known}
+                                                           & set(res.sections))
                             c.false_by_kind[close.kind] += 1
-                    label(close.question, res.recall_id, close.answered_by_source, i)
+                    label(close.question, res.recall_id, close.answered_by_source, i, close.answer)
+                    named = set(gold[i.id]) if close.answered_by_source else {a for a in close.answer if a in known}
+                    log.append({"round": r, "side": i.side, "item": i.id, "kind": f"close:{close.kind}",
+                                "answered_by_source": close.answered_by_source, "outcome": res.outcome,
+                                "reason": res.reason, "confidence": res.confidence, "own": own,
+                                "right": bool(named & set(res.sections)) if named else None})
                     bar.step()
             tenant.refresh_from_db()
             suggestion = suggestion_as_dict(operating_point(caller=as_tenant), tenant=tenant)
@@ -303,7 +329,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         "via": via, "path": ("REST API in process (POST /api/v1/recall, /api/v1/trails)" if via == "rest" else
                              "services (cachecore.services.recall, trails.trail_record)")
         + "; operating_point_apply between rounds",
-        "headline_side": HELD_OUT, "started_at": started.isoformat(timespec="seconds"),
+        "headline_side": HELD_OUT, "started_at": started.isoformat(timespec="seconds"), "recalls": log,
     }
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -325,13 +351,15 @@ def table(rows: Sequence[dict[str, Any]], side: str = HELD_OUT, *, header: bool 
     lines = []
     if header:
         lines += [f"{side}: | round | same-need own trail, prefetch | same-need own trail, prefetch or hint "
-                  "| close-but-different any prefetch (own trail) | prefetch cut before → after |",
-                  "|---|---|---|---|---|"]
+                  "| close-but-different any prefetch (own trail) | close-but-different wrong prefetch "
+                  "| prefetch cut before → after |",
+                  "|---|---|---|---|---|---|"]
     for row in rows:
         f = row["sides"][side]
         lines.append(f"| {row['round']} | {_pct(f['same_need_own_prefetch'])} | "
                      f"{_pct(f['same_need_own_prefetch_or_hint'])} | {_pct(f['close_any_prefetch'])} "
-                     f"({f['close_prefetch_own_trail']}) | {row['prefetch_cut_before']:.2f} → "
+                     f"({f['close_prefetch_own_trail']}) | {_pct(f['close_wrong_prefetch'])} | "
+                     f"{row['prefetch_cut_before']:.2f} → "
                      f"{row['prefetch_cut_after']:.2f} |")
     return "\n".join(lines)
 
@@ -353,6 +381,9 @@ def plot(report: dict[str, Any], path: Path, side: str = HELD_OUT) -> Path:
     ax.plot(x, series("same_need_own_prefetch_or_hint"), marker="o", linestyle="--",
             label="same-need: own trail, prefetch or hint")
     ax.plot(x, series("close_any_prefetch"), marker="o", label="close-but-different: any prefetch")
+    if any("close_wrong_prefetch" in r["sides"][side] for r in rows):
+        ax.plot(x, [100 * (r["sides"][side].get("close_wrong_prefetch", {}).get("rate") or 0.0) for r in rows],
+                marker="o", linestyle="--", label="close-but-different: wrong prefetch")
     ax.axhline(5, color="grey", linestyle=":", linewidth=1, label="target 5 %")
     ax.set_xlabel(f"round ({report['noise']:.0%} label noise; suggestion applied after each)")
     ax.set_ylabel(f"% of {side.replace('_', '-')} questions")

@@ -41,6 +41,9 @@ class Close:
     question: str
     kind: str
     answered_by_source: bool
+    # The section(s) that answer it, where the set says (Celery's ``answer``; empty: none does,
+    # or the set does not say).
+    answer: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ def celery_items(path: Path = CELERY_SET) -> list[Item]:
     return [Item(
         id=d["id"], group=d["topic"], side=celery_side(d["topic"]), question=d["question"], gold=(d["gold"],),
         same_need=tuple(d["same_need"]),
-        close=tuple(Close(c["question"], c["kind"], bool(c["answered_by_source"])) for c in d["close"]),
+        close=tuple(Close(c["question"], c["kind"], bool(c["answered_by_source"]), tuple(c.get("answer", ())))
+                    for c in d["close"]),
     ) for d in _jsonl(path)]
 
 
