@@ -173,6 +173,17 @@ def other_section(gold: Sequence[str], ids_by_page: dict[str, list[str]], all_id
     return rng.choice(choices)
 
 
+def agent_citation(gold: Sequence[str], answer: Sequence[str], *, cites_gold: bool, known: set[str],
+                   ids_by_page: dict[str, list[str]], all_ids: Sequence[str], rng: random.Random) -> list[str]:
+    """What the simulated agent cites: the gold section(s), or else the sections that answer the
+    question where the set names them (and the corpus holds them), or else another section of
+    the gold's page."""
+    if cites_gold:
+        return list(gold)
+    named = [a for a in answer if a in known]
+    return named or [other_section(gold, ids_by_page, all_ids, rng)]
+
+
 def pick_items(items: Sequence[Item], known: set[str], limit: int | None) -> list[Item]:
     """The items whose gold sections are in the corpus; with ``limit``, that many, alternating
     held-out and calibration items while both last (the tests' tiny run)."""
@@ -254,9 +265,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         def label(query: str, recall_id: str, cites_gold: bool, item: Item, answer: Sequence[str] = ()) -> None:
             if rng.random() < noise:
                 cites_gold = not cites_gold
-            named = [a for a in answer if a in known]
-            cited = gold[item.id] if cites_gold else (
-                named or [other_section(gold[item.id], ids_by_page, all_ids, rng)])
+            cited = agent_citation(gold[item.id], answer, cites_gold=cites_gold, known=known,
+                                   ids_by_page=ids_by_page, all_ids=all_ids, rng=rng)
             agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
                          recall_id=recall_id)
 

@@ -69,6 +69,8 @@ def test_replay_on_a_tiny_slice(tiny_reports, via):
             assert close["n"] + answered["n"] == n_items  # every item has a close question per round
             assert f["close_prefetch_own_trail"] <= close["k"] <= close["n"]
             assert sum(f["false_prefetch_by_kind"].values()) == close["k"]
+            # A wrong prefetch is a prefetch that carries none of the sections that answer it.
+            assert f["close_wrong_prefetch"]["n"] == close["n"] and f["close_wrong_prefetch"]["k"] <= close["k"]
             outcomes = f["outcomes"]
             assert sum(v for k, v in outcomes.items() if k.startswith("same_need:")) == n_items
             assert sum(v for k, v in outcomes.items() if k.startswith("close:")) == n_items
@@ -77,6 +79,18 @@ def test_replay_on_a_tiny_slice(tiny_reports, via):
             for p in (same, hinted, close):
                 lo, hi = p["ci95"]
                 assert 0.0 <= lo <= hi <= 1.0
+    # One log line per recall, which agrees with the counts.
+    log = report["recalls"]
+    assert len(log) == 2 * LIMIT * len(report["rounds"])
+    for r in report["rounds"]:
+        lines = [x for x in log if x["round"] == r["round"]]
+        for side, f in r["sides"].items():
+            mine = [x for x in lines if x["side"] == side]
+            assert sum(x["kind"] == "same_need" and x["outcome"] == "prefetch" and x["own"] for x in mine) \
+                == f["same_need_own_prefetch"]["k"]
+            wrong = [x for x in mine if x["kind"].startswith("close:") and not x["answered_by_source"]
+                     and x["outcome"] == "prefetch" and not x["right"]]
+            assert len(wrong) == f["close_wrong_prefetch"]["k"]
     printed = table(report["rounds"], HELD_OUT)
     assert printed.count("\n") == 1 + len(report["rounds"])
 
@@ -86,6 +100,20 @@ def test_rest_and_services_decide_the_same(tiny_reports):
     rest, services = (tiny_reports[v][1]["rounds"] for v in ("rest", "services"))
     assert [r["sides"] for r in rest] == [r["sides"] for r in services]
     assert [r["prefetch_cut_after"] for r in rest] == [r["prefetch_cut_after"] for r in services]
+
+
+def test_the_agent_cites_what_answers_a_close_question_where_the_set_names_it():
+    from research.calibration_replay import agent_citation
+
+    by_page = {"a.html": ["a.html#x", "a.html#y", "a.html#z"]}
+    all_ids = ["a.html#x", "a.html#y", "a.html#z", "b.html#w"]
+    known = set(all_ids)
+    kw = {"known": known, "ids_by_page": by_page, "all_ids": all_ids, "rng": random.Random(0)}
+    assert agent_citation(["a.html#x"], ["b.html#w"], cites_gold=True, **kw) == ["a.html#x"]
+    assert agent_citation(["a.html#x"], ["b.html#w"], cites_gold=False, **kw) == ["b.html#w"]
+    # An answer the corpus does not hold, or none: another section of the gold's page.
+    assert agent_citation(["a.html#x"], ["c.html#gone"], cites_gold=False, **kw)[0] in {"a.html#y", "a.html#z"}
+    assert agent_citation(["a.html#x"], [], cites_gold=False, **kw)[0] in {"a.html#y", "a.html#z"}
 
 
 def test_round_counts_figures_are_proportions():
