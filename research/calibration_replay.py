@@ -3,7 +3,7 @@ record linked to each recall by ``recall_id`` (with label noise), and the tenant
 operating point applied between rounds.
 
 ``python -m research.calibration_replay [--corpus faq|celery] [--rounds 3] [--noise 0.1]
-[--seed 0] [--limit N] [--via rest|services] [--out DIR]``
+[--seed 0] [--limit N] [--via rest|services] [--keep-cut] [--out DIR]``
 
 The protocol of issue 24's test. By default over the REST API (``POST /api/v1/recall`` and
 ``POST /api/v1/trails`` through the WSGI application in this process, with an API key of the
@@ -22,7 +22,8 @@ decisions, without auth, throttling and serialisation):
    Records are pending (no positive signal): they label the recalls (and teach per-trail
    boundaries) but are never served, so the cache does not grow.
 2. After the round, the tenant's suggested operating point is applied
-   (``operating_point_apply``, as ``auto_calibrate`` would).
+   (``operating_point_apply``, as ``auto_calibrate`` would); with ``--keep-cut`` it is not, and
+   the per-trail boundaries alone learn from the labels.
 
 Per round and side (calibration / held-out; the headline is held-out): same-need questions
 served their own trail's text (prefetch), their own trail as prefetch or hint, close-but-different
@@ -198,7 +199,7 @@ def pick_items(items: Sequence[Item], known: set[str], limit: int | None) -> lis
 
 def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | None,
            limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True,
-           via: str = "rest") -> dict[str, Any]:
+           via: str = "rest", apply: bool = True) -> dict[str, Any]:
     """Run the replay and return the report (written to ``out`` when given)."""
     from cachecore.services.calibration import operating_point, operating_point_apply, suggestion_as_dict
     from docingest.ingest import collect_sections, ingest_sections
@@ -322,7 +323,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     bar.step()
             tenant.refresh_from_db()
             suggestion = suggestion_as_dict(operating_point(caller=as_tenant), tenant=tenant)
-            applied = operating_point_apply(caller=as_tenant, automatic=True)
+            applied = operating_point_apply(caller=as_tenant, automatic=True) if apply else None
             tenant.refresh_from_db()
             row = {"round": r, "prefetch_cut_before": cut_before, "prefetch_cut_after": tenant.prefetch_confidence,
                    "hint_confidence_after": tenant.hint_confidence, "applied": applied is not None,
@@ -335,7 +336,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
     report = {
         "corpus": corpus.name, "docs": str(corpus.docs), "sections": len(all_ids), "items": len(items),
         "items_by_side": dict(Counter(i.side for i in items)), "rounds": rows, "noise": noise, "seed": seed,
-        "limit": limit, "start_prefetch": start_prefetch, "defaults": defaults, "timings": timings,
+        "limit": limit, "start_prefetch": start_prefetch, "suggestion_applied": apply, "defaults": defaults,
+        "timings": timings,
         "via": via, "path": ("REST API in process (POST /api/v1/recall, /api/v1/trails)" if via == "rest" else
                              "services (cachecore.services.recall, trails.trail_record)")
         + "; operating_point_apply between rounds",
@@ -424,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="default reports/replay/<corpus>-noise<p>")
     parser.add_argument("--via", choices=sorted(TRANSPORTS), default="rest",
                         help="recall and record over the REST API in process (default) or the services")
+    parser.add_argument("--keep-cut", action="store_true",
+                        help="never apply the suggestion: the per-trail boundaries alone learn from the labels")
     parser.add_argument("--start-prefetch", type=float, default=None,
                         help="the tenant's prefetch confidence before any label (default: the shipped one)")
     args = parser.parse_args(argv)
@@ -441,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}"
     report = replay(corpus=corpus, rounds=args.rounds, noise=args.noise, seed=args.seed, out=out,
-                    limit=args.limit, start_prefetch=args.start_prefetch, via=args.via)
+                    limit=args.limit, start_prefetch=args.start_prefetch, via=args.via, apply=not args.keep_cut)
     print()
     for side in SIDES:
         print(table(report["rounds"], side))
