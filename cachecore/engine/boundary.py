@@ -68,6 +68,12 @@ def boundary_after(*, boundary: float | None, confidence: float, cited: bool,
     return bar_after_citation(bar=boundary, confidence=confidence, prefetch_confidence=prefetch_confidence)
 
 
+# The decimals a recall's confidence is answered and logged with; a bar is such a logged
+# confidence.
+CONFIDENCE_DECIMALS = 4
+
+
 def blocks_prefetch(boundary: float | None, confidence: float) -> bool:
-    """A trail with a bar for this query prefetches only above it."""
-    return boundary is not None and confidence <= boundary
+    """A trail with a bar for this query prefetches only above it. The confidence is compared
+    as it is logged: the near miss asked again scores its own bar exactly, not a hair above."""
+    return boundary is not None and round(confidence, CONFIDENCE_DECIMALS) <= boundary

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from cachecore.engine.boundary import blocks_prefetch
+from cachecore.engine.boundary import CONFIDENCE_DECIMALS, blocks_prefetch
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.evidence import Idf, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
@@ -312,8 +312,8 @@ def decide(
     if not confident:
         reason = Reason.STALE if stale and not live else Reason.NO_MATCH
         best_confidence = live[0].confidence if live else 0.0
-        return RecallDecision(Outcome.MISS, reason, confidence=round(best_confidence, 4), similarity=top_similarity,
-                              stale_trail_ids=stale, scored=live)
+        return RecallDecision(Outcome.MISS, reason, confidence=round(best_confidence, CONFIDENCE_DECIMALS),
+                              similarity=top_similarity, stale_trail_ids=stale, scored=live)
     best = confident[0]
     # The very same question answered before is not in doubt, whatever else comes close.
     same_question = best.candidate.query_normalised == query
@@ -347,7 +347,7 @@ def decide(
         reason = Reason.MATCH
     decision = RecallDecision(
         Outcome.PREFETCH if reason is Reason.MATCH else Outcome.HINT, reason,
-        confidence=round(best.confidence, 4), trail_id=best.trail_id,
+        confidence=round(best.confidence, CONFIDENCE_DECIMALS), trail_id=best.trail_id,
         similarity=round(best.candidate.similarity, 4),
         coverage=round(best.coverage, 4) if best.coverage is not None else None,
         escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),

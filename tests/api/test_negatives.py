@@ -31,6 +31,10 @@ def test_an_uncited_offer_raises_the_bar_for_queries_like_it_only(caller):
     assert str(event.negative_for) == trail and event.negative_bar == first["confidence"]
     assert Trail.objects.get(pk=trail).prefetch_boundary == first["confidence"]
 
+    # The near miss itself asked again scores exactly its bar (as logged): held back too.
+    repeat = caller.recall(NEAR_MISS)
+    assert (repeat["outcome"], repeat["reason"], repeat["confidence"]) == ("hint", "not_cited_before",
+                                                                           first["confidence"]), repeat
     again = caller.recall(NEAR_MISS_AGAIN)
     assert again["trail_id"] == trail and again["outcome"] == "hint", again
     assert again["reason"] == "not_cited_before"

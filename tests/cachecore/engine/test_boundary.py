@@ -29,6 +29,8 @@ def test_the_bar_applies_to_queries_like_the_negative_only():
     assert alike(None) and alike(LOCAL_SIMILARITY) and not alike(LOCAL_SIMILARITY - 0.01)
     assert negative_bar(1.2) == 1.0 and negative_bar(0.7) == 0.7
     assert blocks_prefetch(0.9, 0.9) and not blocks_prefetch(0.9, 0.91) and not blocks_prefetch(None, 0.1)
+    # The bar is a logged (rounded) confidence: the same query scores it exactly, not a hair above.
+    assert blocks_prefetch(0.3551, 0.35512) and not blocks_prefetch(0.3551, 0.35516)
 
 
 def test_a_citation_lowers_the_bar_under_it_and_clears_it_under_the_cut():
