@@ -8,7 +8,6 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
-from api.inputs import MAX_QUERY_VALUE_CHARS
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
@@ -94,8 +93,11 @@ class SectionOutSerializer(serializers.Serializer):
         return data
 
 
-# A section namespace as ``?namespace=`` names it: "" or scope prefixes joined by ",".
+# A section namespace as ``?namespace=`` names it: "" or scope prefixes joined by ",". ASCII only,
+# at most MAX_NAMESPACE_CHARS: with a section id at its longest, the request line still fits the
+# web server's limit (tests/api/test_schema_matches_the_server.py).
 NAMESPACE_PATTERN = r"^[A-Za-z0-9._:/,-]*$"
+MAX_NAMESPACE_CHARS = 600
 
 
 class SectionQuerySerializer(serializers.Serializer):
@@ -103,7 +105,7 @@ class SectionQuerySerializer(serializers.Serializer):
     scope limits addresses (absent: the shared one, ""); a scope-limited key may not name one."""
 
     namespace = StrictCharField(
-        required=False, allow_blank=True, max_length=MAX_QUERY_VALUE_CHARS,
+        required=False, allow_blank=True, max_length=MAX_NAMESPACE_CHARS,
         validators=[RegexValidator(NAMESPACE_PATTERN, "A namespace is scope prefixes joined by ','.")],
     )
 

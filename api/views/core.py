@@ -14,7 +14,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.inputs import MAX_QUERY_VALUE_CHARS
 from api.permissions import HasKeyPermission
 from cachecore.models import Trail
 from cachecore.selectors.citations import trail_cited_as_seen
@@ -82,7 +81,7 @@ class SectionsView(TenantAPIView):
 
 
 _NAMESPACE_PARAMETER = OpenApiParameter(
-    "namespace", {"type": "string", "maxLength": MAX_QUERY_VALUE_CHARS, "pattern": s.NAMESPACE_PATTERN},
+    "namespace", {"type": "string", "maxLength": s.MAX_NAMESPACE_CHARS, "pattern": s.NAMESPACE_PATTERN},
     description="The id namespace to address, for a key without scope limits (absent: the shared one, \"\"); "
     "a limited key's own sections are in its prefixes' namespace (docs/scopes.md, \"Id namespaces\"). A key "
     "limited to scope prefixes may not name one (403).")
