@@ -78,12 +78,36 @@ class SectionOutSerializer(serializers.Serializer):
         help_text="The scope prefixes that may see it ([\"*\"]: every scope; []: keys without scope limits "
         "only). Shown to keys without scope limits only.",
     )
+    namespace = serializers.CharField(
+        required=False,
+        help_text="The section's id namespace: \"\" the tenant's shared one, else the scope prefixes (sorted, "
+        "joined by \",\") of the scope-limited keys whose own section it is (docs/scopes.md). Shown to keys "
+        "without scope limits only.",
+    )
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         data = super().to_representation(instance)
         if not self.context.get("show_scopes"):
             data.pop("scopes", None)
+            data.pop("namespace", None)
         return data
+
+
+# A section namespace as ``?namespace=`` names it: "" or scope prefixes joined by ",". ASCII only,
+# at most MAX_NAMESPACE_CHARS: with a section id at its longest, the request line still fits the
+# web server's limit (tests/api/test_schema_matches_the_server.py).
+NAMESPACE_PATTERN = r"^[A-Za-z0-9._:/,-]*$"
+MAX_NAMESPACE_CHARS = 600
+
+
+class SectionQuerySerializer(serializers.Serializer):
+    """``?namespace=`` on ``GET``/``DELETE /api/v1/sections/{id}``: the id namespace a key without
+    scope limits addresses (absent: the shared one, ""); a scope-limited key may not name one."""
+
+    namespace = StrictCharField(
+        required=False, allow_blank=True, max_length=MAX_NAMESPACE_CHARS,
+        validators=[RegexValidator(NAMESPACE_PATTERN, "A namespace is scope prefixes joined by ','.")],
+    )
 
 
 class StepSerializer(serializers.Serializer):
@@ -125,6 +149,10 @@ class CitationOutSerializer(serializers.Serializer):
     hash = serializers.CharField(
         allow_null=True, help_text="The hash recorded; null for a key with scope limits when the section is not "
         "visible to it now (as for an id that does not exist).",
+    )
+    namespace = serializers.CharField(
+        required=False, help_text="The namespace of the section cited, when it is not the shared one; shown to "
+        "keys without scope limits only (`GET /sections/{id}?namespace=` opens it).",
     )
 
 

@@ -30,7 +30,7 @@ def day_start(day: date) -> datetime:
 
 class TrailFilterSet(django_filters.FilterSet):
     """Text (``q``, a substring of the query: pg_trgm GIN index), scope, status, a cited
-    ``section`` id, created and last-hit dates (inclusive days), and ``sort``."""
+    ``section`` id (``namespace``: in that namespace), created and last-hit dates (inclusive days), and ``sort``."""
 
     q = django_filters.CharFilter(method="filter_query", label="Query contains")
     scope = django_filters.CharFilter(method="filter_exact", label="Scope")
@@ -69,7 +69,9 @@ class TrailFilterSet(django_filters.FilterSet):
         return queryset.filter(trail_filter(**{name: value}))
 
     def filter_section(self, queryset: QuerySet[Trail], name: str, value: str) -> QuerySet[Trail]:
-        return queryset.filter(trail_filter(section=value))
+        # ``namespace`` (the section page's link gives it, "" for the shared one): that section
+        # only; without it, the id in any namespace.
+        return queryset.filter(trail_filter(section=value, section_namespace=self.data.get("namespace")))
 
     def filter_from(self, queryset: QuerySet[Trail], name: str, value: date) -> QuerySet[Trail]:
         since = self._DAY_BOUNDS[name][0]

@@ -64,10 +64,14 @@ class JobQuerySet(models.QuerySet):
 
 
 class Section(models.Model):
-    """The caller's unit of content, keyed by its own id within a tenant."""
+    """The caller's unit of content, keyed by its own id within a tenant's id namespace."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="sections")
     external_id = models.CharField(max_length=512)
+    # The id namespace (docs/scopes.md, "Id namespaces"): "" the tenant's shared one (every
+    # section of a tenant-wide caller); a limited key's own (``tenants.scopes.namespace_of``) for
+    # an id it upserted that exists in "" outside its prefixes.
+    namespace = models.TextField(blank=True, default="", db_default="")
     # Null when the caller keeps only the hash here (its trails recall as hints).
     text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null means "not stored", unlike ""
     sha256 = models.CharField(max_length=64)
@@ -88,7 +92,9 @@ class Section(models.Model):
     class Meta:
         ordering = ["external_id"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "external_id"], name="section_unique_external_id"),
+            # (tenant, external_id, namespace): lookups by (tenant, id) alone use it too.
+            models.UniqueConstraint(fields=["tenant", "external_id", "namespace"],
+                                    name="section_unique_id_in_namespace"),
             models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="section_sha256_hex"),
         ]
         indexes = [
@@ -99,7 +105,7 @@ class Section(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.external_id
+        return f"{self.external_id} [{self.namespace}]" if self.namespace else self.external_id
 
 
 class TermFrequency(models.Model):
@@ -228,13 +234,16 @@ class Trail(models.Model):
 
 class Citation(models.Model):
     """A section a trail cited, with the hash it had when recorded. Keyed by the section's
-    external id, not a foreign key: a deleted section must still count as changed."""
+    namespace and external id (the section the id resolved to when recorded), not a foreign key:
+    a deleted section must still count as changed."""
 
     # The database's key is (tenant_id, trail_id) → the trail's (tenant_id, id), ON DELETE
     # CASCADE (migration 0011): partitioned tables are referenced through their whole key.
     trail = models.ForeignKey(Trail, on_delete=models.CASCADE, related_name="citations", db_constraint=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     section_id = models.CharField(max_length=512)
+    # The cited section's ``Section.namespace`` ("" the shared one).
+    section_namespace = models.TextField(blank=True, default="", db_default="")
     position = models.PositiveSmallIntegerField()
     recorded_hash = models.CharField(max_length=64)
 
@@ -247,8 +256,8 @@ class Citation(models.Model):
             models.UniqueConstraint(fields=["trail", "section_id", "tenant"], name="citation_unique_section"),
         ]
         indexes = [
-            # Reverse index: which trails cite a section (invalidation, console).
-            models.Index(fields=["tenant", "section_id"], name="citation_by_section"),
+            # Reverse index: which trails cite a section (invalidation, console, the covering read).
+            models.Index(fields=["tenant", "section_id", "section_namespace"], name="citation_by_section"),
         ]
 
     def __str__(self) -> str:

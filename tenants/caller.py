@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from tenants.capabilities import CAPABILITIES, SUPERUSER, role_can
 from tenants.models import ApiKey, Tenant
-from tenants.scopes import scope_allowed, scope_q
+from tenants.scopes import namespace_of, scope_allowed, scope_q
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class Caller:
     @property
     def scope_limited(self) -> bool:
         return bool(self.scope_prefixes)
+
+    @property
+    def namespace(self) -> str:
+        """Its own id namespace (``tenants.scopes.namespace_of``; ``""`` when tenant-wide)."""
+        return namespace_of(self.scope_prefixes)
 
     def allows_scope(self, scope: str) -> bool:
         return scope_allowed(self.scope_prefixes, scope)

@@ -212,12 +212,12 @@ DEFAULT_KEY_PERMISSIONS = (KeyPermission.RECALL, KeyPermission.RECORD, KeyPermis
                            KeyPermission.SECTIONS_READ)
 
 
-# The one thing sections:write lets a scope-limited key learn (docs/scopes.md, "A decision"): said by
-# the console's key form and the CLI wherever such a key is made.
+# What sections:write means on a scope-limited key (docs/scopes.md, "Id namespaces"): said by the
+# console's key form and the CLI wherever such a key is made.
 LIMITED_SECTIONS_WRITE_NOTE = (
-    "sections:write on a key limited to scope prefixes lets it learn whether a section id exists outside "
-    "its scopes: an upsert of such an id is refused (403 scope_forbidden, never its text, hash or scopes) "
-    "where an id that does not exist would be created. Give it to a limited key only where that is acceptable."
+    "sections:write on a key limited to scope prefixes writes sections of its own scopes only: an upsert of "
+    "an id that exists outside them creates the key's own section of that id (in its namespace, answered as "
+    "any new id), which its reads, citations and recalls then use; the tenant's section is left as it was."
 )
 
 

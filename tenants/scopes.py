@@ -5,9 +5,9 @@ prefixes had to end in a delimiter) admits ``team-a`` itself and ``team-a:…``/
 
 ``scope_allowed`` answers it for one scope in Python, ``scope_q`` as a filter for the database,
 ``prefix_within`` for one prefix inside another, ``scope_prefix_problem`` says why a new key's
-prefix is refused. API keys' limits, a tenant's shadow prefixes, every restricted queryset
-(``visible_to``) and the scopes of sections use these and nothing else. No model import: models
-use it too."""
+prefix is refused, ``namespace_of`` names a limited caller's own id namespace. API keys'
+limits, a tenant's shadow prefixes, every restricted queryset (``visible_to``) and the scopes of
+sections use these and nothing else. No model import: models use it too."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ from django.db.models import Q
 DELIMITERS = (":", "/")
 # A section's scope entry meaning "every scope" (``cachecore.models.Section.scopes``).
 EVERY_SCOPE = "*"
+# The tenant's shared id namespace (``cachecore.models.Section.namespace``): every section of a
+# tenant-wide caller, and a limited caller's unless the id is taken there by a section it may
+# not write (``namespace_of``).
+SHARED_NAMESPACE = ""
+# Joins a limited caller's prefixes into its namespace. Never in a prefix: the console and the
+# CLI split prefixes on it, and ``scope_prefix_problem`` refuses it.
+NAMESPACE_SEPARATOR = ","
 
 
 def prefix_admits(prefix: str, scope: str) -> bool:
@@ -56,8 +63,17 @@ def scope_q(prefixes: Iterable[str], *, field: str = "scope") -> Q:
     return q
 
 
+def namespace_of(prefixes: Iterable[str]) -> str:
+    """The id namespace of a caller limited to ``prefixes``: their canonical form (distinct,
+    sorted, joined by ``NAMESPACE_SEPARATOR``), so keys limited to the same prefixes share one;
+    ``SHARED_NAMESPACE`` for a tenant-wide caller (no prefixes)."""
+    return NAMESPACE_SEPARATOR.join(sorted(set(prefixes)))
+
+
 def scope_prefix_problem(prefix: str) -> str | None:
     """Why a new API key may not be limited to ``prefix`` (None: it may)."""
+    if NAMESPACE_SEPARATOR in prefix:
+        return f"scope prefix {prefix!r} may not contain {NAMESPACE_SEPARATOR!r} (it separates prefixes)"
     if not prefix.endswith(DELIMITERS):
         return (f"scope prefix {prefix!r} must end in ':' or '/' (for example {prefix + ':'!r}), so that it "
                 "cannot admit a neighbouring scope that merely starts with the same letters")

@@ -119,8 +119,10 @@ def _after_action(request: HttpRequest, next_url: str) -> HttpResponse:
 def trail_detail(request: HttpRequest, trail_id: str) -> HttpResponse:
     tenant = request.access.tenant
     trail = trail_get(caller=request.caller, trail_id=trail_id)  # NotFound → 404 (console_view)
-    cited = [{"c": c, "state": c.state.value}
-             for c in cited_sections_now(caller=request.caller, trail_id=str(trail.pk))]
+    # In citation order, as the citations themselves (each row's section namespace from there).
+    namespaces = [c.section_namespace for c in trail.citations.all()]
+    cited = [{"c": c, "state": c.state.value, "namespace": namespace}
+             for c, namespace in zip(cited_sections_now(caller=request.caller, trail_id=str(trail.pk)), namespaces)]
     recalls = recalls_for_trail(caller=request.caller, trail=trail)
     detail_url = f"{reverse('adminui:trail', args=[trail.pk])}?{urlencode({'tenant': tenant.slug})}"
     context = {

@@ -65,9 +65,10 @@ class SectionsView(TenantAPIView):
     @extend_schema(request=s.SectionsUpsertSerializer, responses=s.SectionsUpsertResultSerializer,
                    summary="Upsert sections (server hashes the text)",
                    description="Each section may carry `scopes` (the scope prefixes that may see it). A key "
-                   "limited to scope prefixes writes only sections entirely within them: an id that exists "
-                   "outside them is refused with 403 `scope_forbidden` and nothing is written, where a new "
-                   "id would be created (docs/scopes.md, \"A decision\").")
+                   "without scope limits writes the tenant's shared id namespace. A key limited to scope "
+                   "prefixes overwrites its own section of that id, or the shared one when it lies entirely "
+                   "within its prefixes; otherwise it creates one (in its own namespace when the id exists "
+                   "outside its prefixes), and every creation answers alike (docs/scopes.md, \"Id namespaces\").")
     def put(self, request: Request) -> Response:
         data = _validated(s.SectionsUpsertSerializer, request)
         try:
@@ -79,18 +80,32 @@ class SectionsView(TenantAPIView):
         return Response(asdict(result))
 
 
+_NAMESPACE_PARAMETER = OpenApiParameter(
+    "namespace", {"type": "string", "maxLength": s.MAX_NAMESPACE_CHARS, "pattern": s.NAMESPACE_PATTERN},
+    description="The id namespace to address, for a key without scope limits (absent: the shared one, \"\"); "
+    "a limited key's own sections are in its prefixes' namespace (docs/scopes.md, \"Id namespaces\"). A key "
+    "limited to scope prefixes may not name one (403).")
+
+
 class SectionDetailView(TenantAPIView):
     key_permission = {"GET": KeyPermission.SECTIONS_READ, "HEAD": KeyPermission.SECTIONS_READ,
                       "DELETE": KeyPermission.SECTIONS_WRITE}
 
-    @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at")
+    def _namespace(self, request: Request) -> str | None:
+        query = s.SectionQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data.get("namespace")
+
+    @extend_schema(responses=s.SectionOutSerializer, summary="A section: id, hash, text, updated_at",
+                   parameters=[_NAMESPACE_PARAMETER])
     def get(self, request: Request, section_id: str) -> Response:
-        section = section_get(caller=self.caller, section_id=section_id)
+        section = section_get(caller=self.caller, section_id=section_id, namespace=self._namespace(request))
         return Response(s.SectionOutSerializer(section, context={"show_scopes": not self.caller.scope_limited}).data)
 
-    @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed")
+    @extend_schema(responses={204: None}, summary="Delete a section; trails citing it see it as changed",
+                   parameters=[_NAMESPACE_PARAMETER])
     def delete(self, request: Request, section_id: str) -> Response:
-        section_delete(caller=self.caller, section_id=section_id)
+        section_delete(caller=self.caller, section_id=section_id, namespace=self._namespace(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -117,8 +132,10 @@ def trail_as_stored(trail: Trail, *, cited: list[dict[str, str | None]] | None =
         "scope": trail.scope,
         "query": trail.query,
         "steps": trail.steps,
-        "cited": cited if cited is not None else [{"id": c.section_id, "hash": c.recorded_hash}
-                                                  for c in trail.citations.all()],
+        "cited": cited if cited is not None else [
+            {"id": c.section_id, "hash": c.recorded_hash, **({"namespace": c.section_namespace}
+                                                             if c.section_namespace else {})}
+            for c in trail.citations.all()],
         "status": trail.status,
         "signal": {"source": trail.signal_source or None, "accepted": trail.signal_accepted},
         "subject": trail.subject,

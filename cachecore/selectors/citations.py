@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
+from django.db.models import Q
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Cited
@@ -16,6 +17,11 @@ from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
+
+# The section a citation binds to: the same tenant, namespace and id (the sections' unique key;
+# the citations' reverse index holds the same three columns).
+SECTION_OF_CITATION = ("s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
+                       "AND s.namespace = c.section_namespace")
 
 
 def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object]]:
@@ -38,14 +44,14 @@ def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with
     defines ``QUERY_VECTOR_CTE``."""
     coverage = (
         "cov.query, cov.trail, c.position FROM cachecore_citation c "
-        "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id LEFT JOIN cachecore_section s "
-        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id "
+        "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id "
+        f"LEFT JOIN cachecore_section s ON {SECTION_OF_CITATION} "
         f"LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> {QUERY_VECTOR})) AS query, "
         "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
         "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
         if with_coverage else
-        "NULL::float8, NULL::float8, c.position FROM cachecore_citation c LEFT JOIN cachecore_section s "
-        "ON s.tenant_id = c.tenant_id AND s.external_id = c.section_id"
+        "NULL::float8, NULL::float8, c.position FROM cachecore_citation c "
+        f"LEFT JOIN cachecore_section s ON {SECTION_OF_CITATION}"
     )
     visible, visible_params = _visibility_sql(caller, scope)
     params: list[object] = [query_terms, query_terms, query_terms, *visible_params]
@@ -55,7 +61,9 @@ def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with
         "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
         "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
         "THEN ARRAY(SELECT unnest(%s::text[]) INTERSECT SELECT unnest(s.terms)) END, "
-        f"s.id IS NULL OR {visible}, "
+        # Shown: a section the read may see, or none at all (missing) of the shared namespace; a
+        # limited key's own section that is gone is hidden (missing, never the resolver's).
+        f"CASE WHEN s.id IS NULL THEN c.section_namespace = '' ELSE {visible} END, "
         f"{coverage} "
         f"WHERE c.tenant_id = %s AND {trails}"
     )
@@ -118,24 +126,31 @@ def cited_sections_now(*, caller: Caller, trail_id: str) -> list[Cited]:
 
 def trail_cited_as_seen(*, caller: Caller, trail: Trail) -> list[dict[str, str | None]]:
     """A trail's citations as the caller may see them: each cited id with the hash recorded, or
-    None for a caller with scope limits when the section is not visible to it now (as for an id
-    that does not exist)."""
+    None for a caller with scope limits when the section it binds to is not visible to it now
+    (as for an id that does not exist). A tenant-wide caller also gets the ``namespace`` of a
+    citation bound to a limited key's section."""
     citations = list(trail.citations.all())
-    visible = None
-    if caller.scope_limited:
-        visible = set(Section.objects.visible_to(caller).filter(external_id__in=[c.section_id for c in citations])
-                      .values_list("external_id", flat=True))
-    return [{"id": c.section_id, "hash": c.recorded_hash if visible is None or c.section_id in visible else None}
+    if not caller.scope_limited:
+        return [{"id": c.section_id, "hash": c.recorded_hash,
+                 **({"namespace": c.section_namespace} if c.section_namespace else {})} for c in citations]
+    bound = Q()
+    for c in citations:
+        bound |= Q(external_id=c.section_id, namespace=c.section_namespace)
+    visible = set(Section.objects.visible_to(caller).filter(bound, external_id__in=[c.section_id for c in citations])
+                  .values_list("namespace", "external_id")) if citations else set()
+    return [{"id": c.section_id, "hash": c.recorded_hash if (c.section_namespace, c.section_id) in visible else None}
             for c in citations]
 
 
-def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str,
+def trails_citing_with_state(*, caller: Caller, section: Section | None, section_id: str, namespace: str = "",
                              limit: int = 100) -> list[dict[str, object]]:
-    """Trails citing a section, newest first, each with the hash it recorded and whether
-    that still matches the section now (valid / changed / missing). One query."""
+    """Trails citing a section (``section_id`` in ``namespace``), newest first, each with the
+    hash it recorded and whether that still matches the section now (valid / changed /
+    missing). One query."""
     rows = (
         # The trail's tenant too: the join then reads one trail partition.
-        Citation.objects.visible_to(caller).filter(section_id=section_id, trail__tenant=caller.tenant)
+        Citation.objects.visible_to(caller).filter(section_id=section_id, section_namespace=namespace,
+                                                   trail__tenant=caller.tenant)
         .select_related("trail")
         .only("recorded_hash", "trail__id", "trail__scope", "trail__query", "trail__status", "trail__hits",
               "trail__created_at")

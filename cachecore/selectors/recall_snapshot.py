@@ -118,7 +118,11 @@ def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str]
     ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
     # Each row after those three: a citing trail, its negatives, one of its cited sections.
     found = candidates_from_rows(rows, at=3, cited_at=3 + CANDIDATE_COLUMNS + 2, via_sections=True)
-    return Covering([(str(i), float(c)) for i, c in zip(ids, cosines)], found, pending)
+    # Best first: an id held by sections of two namespaces counts once, at its best.
+    best: dict[str, float] = {}
+    for section_id, cosine in zip(ids, cosines):
+        best.setdefault(str(section_id), float(cosine))
+    return Covering(list(best.items()), found, pending)
 
 
 # Planning the statement costs about as much as running it (≈ 1 ms each on the bench's data),

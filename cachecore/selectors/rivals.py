@@ -68,8 +68,9 @@ def _tenant_chunks(tenant_pk: object) -> int:
 @dataclass(frozen=True)
 class Covering:
     """What the sections covering a query say: the best of them (section id, best cosine), best
-    first, and the trails citing the best few (candidates found through their sections, with
-    their cited sections and their negatives' bar, as the snapshot reads them)."""
+    first (an id once, at its best, when sections of two namespaces share it), and the trails
+    citing the best few (candidates found through their sections, with their cited sections and
+    their negatives' bar, as the snapshot reads them)."""
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -114,13 +115,15 @@ def covering_sql(
         # limit is in the SQL, so a plan made without the values still orders by the index.
         settings_sql = f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; "
         order = f"ORDER BY {distance} LIMIT {int(RIVAL_CHUNKS)}"
+    # A section is its (namespace, id): two of one id in two namespaces are two sections.
     best = (
-        "best AS MATERIALIZED (SELECT external_id, 1 - min(distance) AS cos FROM "
-        f"(SELECT s.external_id, c.distance FROM (SELECT ch.section_id, ch.sha256, {distance} AS distance "
+        "best AS MATERIALIZED (SELECT external_id, namespace, 1 - min(distance) AS cos FROM "
+        f"(SELECT s.external_id, s.namespace, c.distance FROM (SELECT ch.section_id, ch.sha256, {distance} AS distance "
         f"FROM cachecore_sectionchunk ch WHERE {own} {order}) c {current}) b "
-        f"GROUP BY external_id ORDER BY cos DESC LIMIT {int(limit)})"
+        f"GROUP BY external_id, namespace ORDER BY cos DESC LIMIT {int(limit)})"
     )
-    chosen = f"route AS (SELECT external_id FROM best WHERE cos >= %s ORDER BY cos DESC LIMIT {int(route)})"
+    chosen = (f"route AS (SELECT external_id, namespace FROM best WHERE cos >= %s ORDER BY cos DESC "
+              f"LIMIT {int(route)})")
     # The trails citing the route's sections, found through the citations' section index; the
     # fence (OFFSET 0) keeps the planner from walking the trails' HNSW index in distance order
     # and filtering it (a scan of the whole scope for three rows).
@@ -130,7 +133,8 @@ def covering_sql(
         "t.steps, t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.scope = %s "
         "AND t.status = 'active' AND (t.expires_at > %s) IS TRUE AND t.embedding_model = %s "
         "AND NOT (t.id = ANY(%s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
-        "WHERE c.tenant_id = %s AND c.section_id IN (SELECT external_id FROM route)) OFFSET 0) f "
+        "WHERE c.tenant_id = %s AND (c.section_id, c.section_namespace) IN (SELECT external_id, namespace FROM route)) "
+        "OFFSET 0) f "
         f"ORDER BY distance LIMIT {int(route)})"
     )
     negatives, negative_params = negatives_sql(tenant=tenant, trail="citing.id",

@@ -1,7 +1,9 @@
-"""Reads of sections: one section, current hashes, search, who else cites them, term
-frequencies, chunk coverage."""
+"""Reads of sections: what an id means for a caller (``sections_resolved``), one section,
+current hashes, search, who else cites them, term frequencies, chunk coverage."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from django.db import connection
@@ -9,6 +11,7 @@ from django.db.models import BooleanField, Count, OuterRef, Q, QuerySet, Subquer
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
+from cachecore.access import require_unrestricted
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
@@ -16,46 +19,107 @@ from cachecore.models import Citation, Section
 from cachecore.selectors.nearest import vector_literal
 from tenants.caller import Caller
 from tenants.models import Tenant
-from tenants.scopes import entries_admit_scope_sql
+from tenants.scopes import SHARED_NAMESPACE, entries_admit_scope_sql, entries_visible
 
 
-def section_get(*, caller: Caller, section_id: str) -> Section:
-    """A section the caller sees (for a scope-limited caller: one whose scopes overlap its
-    prefixes), else NotFound, as for an id that does not exist."""
-    try:
-        return Section.objects.visible_to(caller).get(external_id=section_id)
-    except Section.DoesNotExist as exc:
-        raise NotFound("section not found") from exc
+def namespace_asked(caller: Caller, namespace: str | None) -> str | None:
+    """The namespace a caller addresses explicitly (``?namespace=``; None: not given). Only a
+    tenant-wide caller may name one: a limited caller's ids resolve by the rule alone
+    (ScopeForbidden, whatever the value and whatever exists)."""
+    if namespace is None:
+        return None
+    require_unrestricted(caller, "naming a section namespace")
+    return namespace
+
+
+def section_rows(*, caller: Caller, section_ids: Sequence[str], namespace: str | None = None,
+                 lock: str | None = None, fields: Sequence[str] = ()) -> list[Section]:
+    """Every row an id of ``section_ids`` could mean for the caller, before the rule picks one
+    (``sections_resolve``): a tenant-wide caller's in ``namespace`` (default ``""``), a limited
+    caller's in its own namespace and in ``""`` whatever their scopes (the rule needs to know
+    that an id is taken; never answer from these rows directly). ``lock``: ``"update"`` or
+    ``"share"``, the rows locked in (id, namespace) order inside the caller's transaction (an
+    upsert, a delete and a record lock alike: they never deadlock). ``fields``: only these."""
+    namespaces = [namespace or SHARED_NAMESPACE] if not caller.scope_limited else [caller.namespace,
+                                                                                    SHARED_NAMESPACE]
+    rows = (Section.objects.filter(tenant=caller.tenant, external_id__in=list(section_ids),
+                                   namespace__in=namespaces).order_by("external_id", "namespace"))
+    if fields:
+        rows = rows.only(*{"external_id", "namespace", "scopes", *fields})
+    if lock is None:
+        return list(rows)
+    if not connection.in_atomic_block:
+        raise RuntimeError("locked section rows belong inside the writing transaction")
+    if lock == "update":
+        return list(rows.select_for_update())
+    sql, params = rows.values_list("pk").query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(f"{sql} FOR SHARE", params)
+        pks = {pk for (pk,) in cur.fetchall()}
+    # Locked: the rows read now are the rows locked.
+    return [row for row in rows if row.pk in pks]
+
+
+def sections_resolve(*, caller: Caller, rows: Sequence[Section]) -> dict[str, Section]:
+    """The rule of docs/scopes.md ("Id namespaces"): the section each id means for the caller,
+    from ``section_rows``' rows. A tenant-wide caller: the row of the namespace it addressed. A
+    limited one: its own namespace's section when there is one, else the shared one when its
+    scopes overlap the caller's prefixes (``tenants.scopes.entries_visible``), else none —
+    absent, exactly as an id that does not exist."""
+    if not caller.scope_limited:
+        return {row.external_id: row for row in rows}
+    own = caller.namespace
+    found: dict[str, Section] = {}
+    for row in rows:
+        if row.namespace == own:
+            found[row.external_id] = row
+        elif row.namespace == SHARED_NAMESPACE and row.external_id not in found and entries_visible(
+                row.scopes, caller.scope_prefixes):
+            found[row.external_id] = row
+    return found
+
+
+def sections_resolved(*, caller: Caller, section_ids: Sequence[str], namespace: str | None = None,
+                      lock: str | None = None, fields: Sequence[str] = ()) -> dict[str, Section]:
+    """Each of ``section_ids`` → the section it means for the caller (``sections_resolve`` on
+    ``section_rows``); ids it means nothing for are absent. Every read, cite, delete and write
+    of a section by id goes through this."""
+    return sections_resolve(caller=caller, rows=section_rows(caller=caller, section_ids=section_ids,
+                                                             namespace=namespace, lock=lock, fields=fields))
+
+
+def section_get(*, caller: Caller, section_id: str, namespace: str | None = None) -> Section:
+    """The section ``section_id`` means for the caller (``sections_resolved``; a tenant-wide
+    caller may name a ``namespace``), else NotFound, as for an id that does not exist."""
+    section = sections_resolved(caller=caller, section_ids=[section_id],
+                                namespace=namespace_asked(caller, namespace)).get(section_id)
+    if section is None:
+        raise NotFound("section not found")
+    return section
 
 
 def sections_current_hashes(*, caller: Caller, section_ids: list[str], lock: bool = False) -> dict[str, str]:
-    """The current hash of each of ``section_ids`` the caller sees (the others are absent, as
-    ids that do not exist). ``lock``: the rows are read ``FOR SHARE`` (in id order), inside the
-    caller's transaction: until it ends no upsert, rescope or delete changes them, and one that
-    committed while this waited is seen (a row deleted, or rescoped out of the caller's sight,
-    is absent)."""
-    rows = (Section.objects.visible_to(caller).filter(external_id__in=section_ids).order_by("external_id")
-            .values_list("external_id", "sha256"))
-    if not lock:
-        return dict(rows)
-    if not connection.in_atomic_block:
-        raise RuntimeError("sections_current_hashes(lock=True) belongs inside the writing transaction")
-    sql, params = rows.query.sql_with_params()
-    with connection.cursor() as cur:
-        cur.execute(f"{sql} FOR SHARE", params)
-        return dict(cur.fetchall())
+    """The current hash of each of ``section_ids`` as the caller resolves it (the others are
+    absent, as ids that do not exist). ``lock``: the rows are read ``FOR SHARE`` (in id order),
+    inside the caller's transaction: until it ends no upsert, rescope or delete changes them,
+    and one that committed while this waited is seen (a row deleted, or rescoped out of the
+    caller's sight, is absent)."""
+    resolved = sections_resolved(caller=caller, section_ids=section_ids, lock="share" if lock else None,
+                                 fields=("sha256",))
+    return {sid: section.sha256 for sid, section in resolved.items()}
 
 
 def sections_search(*, caller: Caller, q: str = "", scope: str = "", cited_by: bool = False) -> QuerySet[Section]:
     """Sections whose id or text contains ``q`` (text through the pg_trgm GIN index); with
     ``scope``, those served in that scope (an entry admits it: ``tenants.scopes``), ``-`` for
     those of tenant-wide callers only (no scopes). ``cited_by``: annotated with how many trails
-    the caller sees cite each (a correlated count through the (tenant, section_id) citation
-    index, evaluated only for the rows fetched)."""
+    the caller sees cite each (a correlated count through the (tenant, section_id, namespace)
+    citation index, evaluated only for the rows fetched)."""
     sections = Section.objects.visible_to(caller)
     if cited_by:
-        citations = (Citation.objects.visible_to(caller).filter(section_id=OuterRef("external_id")).order_by()
-                     .values("section_id").annotate(n=Count("pk")).values("n"))
+        citations = (Citation.objects.visible_to(caller).filter(section_id=OuterRef("external_id"),
+                                                                section_namespace=OuterRef("namespace"))
+                     .order_by().values("section_id").annotate(n=Count("pk")).values("n"))
         sections = sections.annotate(cited_by=Coalesce(Subquery(citations), 0))
     q = q.strip()
     if q:
@@ -67,7 +131,7 @@ def sections_search(*, caller: Caller, q: str = "", scope: str = "", cited_by: b
         admitted = RawSQL(entries_admit_scope_sql('"cachecore_section"."scopes"', "%s::text", "false"), [scope],
                           output_field=BooleanField())
         sections = sections.filter(admitted)
-    return sections.order_by("external_id")
+    return sections.order_by("external_id", "namespace")
 
 
 def term_frequencies_sql(*, tenant: Tenant, terms: list[str]) -> tuple[str, list[object]]:

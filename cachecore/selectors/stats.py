@@ -104,6 +104,7 @@ def miss_path_baseline(*, tenant: Tenant, events: QuerySet[RecallEvent] | None =
             "SELECT count(*), avg(jsonb_array_length(t.steps)), avg(coalesce(c.tokens, 0)) FROM cachecore_trail t "
             "LEFT JOIN LATERAL (SELECT sum(s.token_count) AS tokens FROM cachecore_citation ci "
             "JOIN cachecore_section s ON s.tenant_id = ci.tenant_id AND s.external_id = ci.section_id "
+            "AND s.namespace = ci.section_namespace "
             "WHERE ci.tenant_id = t.tenant_id AND ci.trail_id = t.id) c ON true "
             "WHERE t.tenant_id = %s AND t.id = ANY(%s::uuid[]) AND jsonb_typeof(t.steps) = 'array'",
             [tenant.pk, [str(t) for t in trail_ids]],

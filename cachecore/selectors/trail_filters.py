@@ -5,7 +5,8 @@ one thing on the list and another in the file.
 
 - ``scope``, ``status``, ``subject``: exact; ``status`` one of ``TrailStatus``;
 - ``text``: a substring of the stored query, case-insensitive (pg_trgm GIN index);
-- ``section``: cites that section id (one citation per trail and section: no duplicates);
+- ``section``: cites that section id (one citation per trail and section: no duplicates), in
+  ``section_namespace`` when given (else in any namespace);
 - ``created_since`` / ``created_until`` and ``last_hit_since`` / ``last_hit_until``: an
   instant, since inclusive, until exclusive. A bare date means that UTC day: since its start,
   until the end of it (``instant``).
@@ -72,15 +73,19 @@ def status_valid(status: str | None) -> bool:
 
 def trail_filter(
     *, scope: str | None = None, status: str | None = None, subject: str | None = None, text: str | None = None,
-    section: str | None = None, created_since: Any = None, created_until: Any = None, last_hit_since: Any = None,
-    last_hit_until: Any = None,
+    section: str | None = None, section_namespace: str | None = None, created_since: Any = None,
+    created_until: Any = None, last_hit_since: Any = None, last_hit_until: Any = None,
 ) -> Q:
     """The condition on ``Trail`` for validated filter values (see the module's docstring)."""
     q = Q()
-    exact = (("scope", scope), ("status", status), ("subject", subject), ("citations__section_id", section))
+    exact = (("scope", scope), ("status", status), ("subject", subject))
     for field, value in exact:
         if value:
             q &= Q(**{field: value})
+    if section:
+        # One Q: the id and the namespace of the same citation.
+        q &= Q(citations__section_id=section, **({} if section_namespace is None
+                                                 else {"citations__section_namespace": section_namespace}))
     if text and text.strip():
         q &= Q(query__icontains=text.strip())
     for lookup, value in (("created_at__gte", created_since), ("created_at__lt", created_until),

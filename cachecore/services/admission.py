@@ -4,19 +4,20 @@ tenant's ``signal+verifier`` policy, the built-in verifier's verdict on the answ
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Q
 
 from cachecore.embedding import DIMENSIONS, get_embedder
 from cachecore.engine.text import split_chunks
 from cachecore.engine.verifier import Verdict, Verifier
 from cachecore.models import Section, SectionChunk, SignalSource
 from tenants.models import AdmissionPolicy, Tenant
+from tenants.scopes import SHARED_NAMESPACE
 
 POSITIVE_SOURCES = {SignalSource.VERIFIER, SignalSource.USER, SignalSource.CALLER}
 
@@ -34,13 +35,19 @@ def get_verifier() -> Verifier:
     return _verifier
 
 
-def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> tuple[np.ndarray, int]:
+def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str],
+                        namespaces: Mapping[str, str] | None = None) -> tuple[np.ndarray, int]:
     """Vectors of the cited sections' chunks for their current text: the stored chunk
     embeddings where ready, else computed now from the text, at most
     ``TRAILCACHE_SYNC_CHUNK_LIMIT`` of them (in the order cited), as an upsert embeds at most that
-    many in its request. Returns the vectors and how many chunks were left out (not checked)."""
+    many in its request. Returns the vectors and how many chunks were left out (not checked).
+    ``namespaces``: each id's section namespace as the record resolved it (absent: shared)."""
     order = {section_id: i for i, section_id in enumerate(section_ids)}
-    sections = sorted(Section.objects.filter(tenant=tenant, external_id__in=section_ids)
+    namespaces = namespaces or {}
+    cited = Q()
+    for section_id in section_ids:
+        cited |= Q(external_id=section_id, namespace=namespaces.get(section_id, SHARED_NAMESPACE))
+    sections = sorted(Section.objects.filter(cited, tenant=tenant, external_id__in=section_ids)
                       .only("pk", "external_id", "text", "sha256", "chunks_ready"),
                       key=lambda s: order.get(s.external_id, len(order)))
     embedder = get_embedder()
@@ -60,7 +67,8 @@ def cited_chunk_vectors(*, tenant: Tenant, section_ids: Sequence[str]) -> tuple[
 
 
 def admission_decide(
-    *, tenant: Tenant, signal: dict[str, Any] | None, answer: str | None, cited: Sequence[str]
+    *, tenant: Tenant, signal: dict[str, Any] | None, answer: str | None, cited: Sequence[str],
+    namespaces: Mapping[str, str] | None = None,
 ) -> tuple[bool, Verdict | None]:
     """(admitted, verdict). Admitted only with a positive signal; under ``signal+verifier``
     the answer must also pass the verifier (no answer → not admitted)."""
@@ -70,7 +78,7 @@ def admission_decide(
         return positive, None
     if not answer or not answer.strip():
         return False, Verdict(False, ["no answer to verify (admission policy is signal + verifier)"])
-    vectors, left_out = cited_chunk_vectors(tenant=tenant, section_ids=cited)
+    vectors, left_out = cited_chunk_vectors(tenant=tenant, section_ids=cited, namespaces=namespaces)
     verdict = get_verifier().check(answer, vectors)
     if left_out:
         # Support found in the chunks checked stands; an answer resting on the others fails (pending).

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = ("trail_id", "query", "scope", "subject", "status", "created", "expires", "query_redacted_at",
-           "cited", "hits", "positive_feedback", "negative_feedback")
+           "cited", "hits", "positive_feedback", "negative_feedback", "cited_namespaces")
 # Rows per keyset batch: one progress update and one round trip each.
 BATCH = 2000
 # A write refused for want of space (the volume, the user's quota, the file size limit): the job
@@ -152,11 +152,13 @@ def export_trails(*, tenant: Tenant, params: dict[str, Any]) -> QuerySet[Trail]:
 
 def _batches(trails: QuerySet[Trail]) -> Iterator[list[dict[str, Any]]]:
     """Keyset pagination on (created_at, id): bounded memory, no long-held cursor."""
-    cited = ArraySubquery(Citation.objects.filter(tenant=OuterRef("tenant"), trail=OuterRef("pk"))
-                          .order_by("position").values("section_id"))
-    rows = trails.annotate(cited=cited).order_by("created_at", "id").values(
+    citations = Citation.objects.filter(tenant=OuterRef("tenant"), trail=OuterRef("pk")).order_by("position")
+    # Each cited id's section namespace, in the same order ("": the shared one).
+    rows = trails.annotate(cited=ArraySubquery(citations.values("section_id")),
+                           cited_namespaces=ArraySubquery(citations.values("section_namespace"))
+                           ).order_by("created_at", "id").values(
         "id", "query", "scope", "subject", "status", "created_at", "expires_at", "query_redacted_at", "cited",
-        "hits", "positive_feedback", "negative_feedback",
+        "hits", "positive_feedback", "negative_feedback", "cited_namespaces",
     )
     after: tuple[datetime, Any] | None = None
     while True:
@@ -179,7 +181,7 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
         "status": row["status"], "created": iso(row["created_at"]), "expires": iso(row["expires_at"]),
         "query_redacted_at": iso(row["query_redacted_at"]), "cited": list(row["cited"] or []),
         "hits": row["hits"], "positive_feedback": row["positive_feedback"],
-        "negative_feedback": row["negative_feedback"],
+        "negative_feedback": row["negative_feedback"], "cited_namespaces": list(row["cited_namespaces"] or []),
     }
 
 
@@ -198,7 +200,7 @@ class _Writer:
         cells = []
         for column in COLUMNS:
             value = record[column]
-            if column == "cited":
+            if column in ("cited", "cited_namespaces"):
                 value = json.dumps(value, ensure_ascii=False)
             elif value is None:
                 value = ""

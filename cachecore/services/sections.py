@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from cachecore.access import require_permission
@@ -25,11 +26,12 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
+from cachecore.selectors.sections import namespace_asked, section_rows, sections_resolve, sections_resolved
 from cachecore.services.jobs import job_create, job_progress, register
 from cachecore.signals import report_trails_invalidated
 from tenants.caller import Caller
 from tenants.models import AuditAction, KeyPermission, Tenant
-from tenants.scopes import EVERY_SCOPE, entries_within, prefix_within
+from tenants.scopes import EVERY_SCOPE, SHARED_NAMESPACE, entries_within, prefix_within
 from tenants.services import audit_record
 
 
@@ -72,10 +74,13 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
     only hint), and ``scopes`` (the scope prefixes that may see it; ``["*"]`` every scope).
     Without ``scopes`` a new section of a tenant-wide caller is for tenant-wide callers only
     (empty), one of a scope-limited caller belongs to the caller's prefixes, and an existing
-    section keeps its scopes. A scope-limited caller touches only sections entirely within its
-    prefixes: checked on the rows locked for the write (ScopeForbidden, nothing written). An
-    identical rewrite changes nothing. Trails citing a changed section are invalidated (stale
-    when every cited section changed). All or nothing."""
+    section keeps its scopes. A tenant-wide caller writes the shared namespace. A scope-limited
+    caller (docs/scopes.md, "Id namespaces") overwrites the section of its own namespace when
+    there is one, else the shared one when that lies entirely within its prefixes; otherwise it
+    creates the section — in the shared namespace when the id is free there, else in its own —
+    and both creations answer alike. Decided on the rows locked for the write. An identical
+    rewrite changes nothing. Trails citing a changed section are invalidated (stale when every
+    cited section changed). All or nothing."""
     require_permission(caller, KeyPermission.SECTIONS_WRITE)
     tenant = caller.tenant
     if invalidation not in INVALIDATION_MODES or chunks not in CHUNK_MODES:
@@ -95,18 +100,10 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
     embedder = get_embedder()
     with transaction.atomic():
         terms_delta: Counter[str] = Counter()
-        existing = {
-            s.external_id: s
-            # In id order, as a record's FOR SHARE of its cited rows: the two never deadlock.
-            for s in (Section.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
-                      .order_by("external_id"))
-        }
-        # Under the lock: a limited caller may not touch what is not entirely its own (what it
-        # cannot see answers the same: it cannot create an id that exists either).
-        foreign = sorted(i for i, row in existing.items() if not entries_within(row.scopes, caller.scope_prefixes))
-        if foreign:
-            raise ScopeForbidden("this API key may not write these section ids (they belong to other scopes)",
-                                 fields={"sections": [f"not writable by this API key: {i}" for i in foreign]})
+        # Every row the ids could mean, locked in (id, namespace) order as a record's FOR SHARE
+        # of its cited rows: the two never deadlock.
+        rows = section_rows(caller=caller, section_ids=ids, lock="update")
+        existing, namespace_for_new = _write_targets(caller, ids, rows)
         to_create: list[Section] = []
         to_update: list[Section] = []
         rescoped: list[Section] = []
@@ -114,8 +111,8 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
             current = existing.get(section_id)
             scopes = requested[section_id]
             if current is None:
-                to_create.append(Section(tenant=tenant, external_id=section_id, text=text, sha256=digest,
-                                         scopes=own_scopes if scopes is None else scopes))
+                to_create.append(Section(tenant=tenant, external_id=section_id, namespace=namespace_for_new[section_id],
+                                         text=text, sha256=digest, scopes=own_scopes if scopes is None else scopes))
                 continue
             if scopes is not None and scopes != sorted(current.scopes):
                 current.scopes = scopes
@@ -139,8 +136,8 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
         Section.objects.bulk_update(written, ["text", "sha256", "token_count", "chunks_ready", "terms", "scopes",
                                               "updated_at"])
         term_frequencies_apply(tenant=tenant, delta=terms_delta)
-        changed_ids = [s.external_id for s in to_update]
-        invalidated = trails_invalidate_schedule(tenant=tenant, section_ids=changed_ids, mode=invalidation)
+        changed_keys = [(s.namespace, s.external_id) for s in to_update]
+        invalidated = trails_invalidate_schedule(tenant=tenant, sections=changed_keys, mode=invalidation)
         report_trails_invalidated(sender=sections_upsert, tenant=tenant, count=invalidated)
         section_chunks_schedule(tenant=tenant, sections=changed, mode=chunks)
     return UpsertResult(
@@ -149,28 +146,52 @@ def sections_upsert(*, caller: Caller, sections: Sequence[dict[str, Any]], inval
     )
 
 
-def section_delete(*, caller: Caller, section_id: str) -> int:
-    """Delete a section the caller sees; trails citing it see it as changed. Returns invalidated
-    trails. One the caller does not see: NotFound, as for an id that does not exist; one it sees
-    but that is not entirely within its scope prefixes: ScopeForbidden. Checked on the row locked
-    for the delete; audited in the same transaction."""
+def _write_targets(caller: Caller, ids: Sequence[str], rows: Sequence[Section]
+                   ) -> tuple[dict[str, Section], dict[str, str]]:
+    """What an upsert of ``ids`` writes (docs/scopes.md, "Id namespaces"), from ``section_rows``'
+    locked rows: the section each id overwrites, and for the others the namespace its new
+    section goes to. A tenant-wide caller overwrites or creates in the shared namespace. A
+    limited one overwrites what the id means for it (``sections_resolve``) when that is its own
+    namespace's or lies entirely within its prefixes; else it creates — in the shared namespace
+    when no section holds the id there, in its own otherwise. Nothing here is answered."""
+    resolved = sections_resolve(caller=caller, rows=rows)
+    if not caller.scope_limited:
+        return resolved, dict.fromkeys(ids, SHARED_NAMESPACE)
+    taken = {row.external_id for row in rows if row.namespace == SHARED_NAMESPACE}
+    overwrite = {sid: row for sid, row in resolved.items()
+                 if row.namespace == caller.namespace or entries_within(row.scopes, caller.scope_prefixes)}
+    new = {sid: caller.namespace if sid in taken else SHARED_NAMESPACE for sid in ids if sid not in overwrite}
+    return overwrite, new
+
+
+def section_delete(*, caller: Caller, section_id: str, namespace: str | None = None) -> int:
+    """Delete the section ``section_id`` means for the caller (``sections_resolved``; a
+    tenant-wide caller may name a ``namespace``); trails citing it see it as changed. Returns
+    invalidated trails. None: NotFound, as for an id that does not exist; a shared one the
+    caller sees but that is not entirely within its scope prefixes: ScopeForbidden. Checked on
+    the row locked for the delete; audited in the same transaction."""
     require_permission(caller, KeyPermission.SECTIONS_WRITE)
     tenant = caller.tenant
+    namespace = namespace_asked(caller, namespace)
     with transaction.atomic():
-        section = Section.objects.visible_to(caller).select_for_update().filter(external_id=section_id).first()
+        section = sections_resolved(caller=caller, section_ids=[section_id], namespace=namespace,
+                                    lock="update").get(section_id)
         if section is None:
             raise NotFound("section not found")
-        if not entries_within(section.scopes, caller.scope_prefixes):
+        if section.namespace != caller.namespace and not entries_within(section.scopes, caller.scope_prefixes):
             raise ScopeForbidden("this API key may not delete this section (it belongs to other scopes too)",
                                  fields={"section_id": [f"not writable by this API key: {section_id}"]})
         delta = Counter({SECTION_COUNT_TERM: 1, **dict.fromkeys(section.terms, 1)})
+        key = (section.namespace, section.external_id)
         section.delete()
         term_frequencies_apply(tenant=tenant, delta=Counter({t: -n for t, n in delta.items()}))
-        invalidated = trails_invalidate_for_sections(tenant=tenant, section_ids=[section_id])
+        invalidated = trails_invalidate_for_sections(tenant=tenant, sections=[key])
         report_trails_invalidated(sender=section_delete, tenant=tenant, count=invalidated)
+        details: dict[str, Any] = {"trails_invalidated": invalidated}
+        if key[0]:
+            details["namespace"] = key[0]
         audit_record(tenant=tenant, actor=caller.user, actor_label=caller.actor_label,
-                     action=AuditAction.SECTION_DELETE, target=section_id,
-                     details={"trails_invalidated": invalidated})
+                     action=AuditAction.SECTION_DELETE, target=section_id, details=details)
         return invalidated
 
 
@@ -190,11 +211,16 @@ def term_frequencies_apply(*, tenant: Tenant, delta: Counter[str]) -> None:
         )
 
 
-def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]) -> int:
-    """Through the reverse index: trails citing any of ``section_ids`` are affected; those
-    none of whose cited sections is unchanged become stale at once. Returns affected trails.
-    Read-time validation stays the guarantee; this keeps statuses honest for the console."""
-    if not section_ids:
+# A section's key in its tenant, as citations hold it: (namespace, external id).
+SectionKey = tuple[str, str]
+
+
+def trails_invalidate_for_sections(*, tenant: Tenant, sections: Sequence[SectionKey]) -> int:
+    """Through the reverse index: trails citing any of ``sections`` ((namespace, id) pairs) are
+    affected; those none of whose cited sections is unchanged become stale at once. Returns
+    affected trails. Read-time validation stays the guarantee; this keeps statuses honest for
+    the console."""
+    if not sections:
         return 0
     with connection.cursor() as cur:
         cur.execute(
@@ -202,6 +228,8 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
             WITH affected AS (
                 SELECT DISTINCT c.trail_id FROM cachecore_citation c
                 JOIN cachecore_trail t ON t.tenant_id = c.tenant_id AND t.id = c.trail_id
+                JOIN unnest(%(ids)s::text[], %(namespaces)s::text[]) AS k(id, ns)
+                  ON c.section_id = k.id AND c.section_namespace = k.ns
                 WHERE c.tenant_id = %(tenant)s AND t.tenant_id = %(tenant)s AND c.section_id = ANY(%(ids)s)
                   AND t.status IN ('active', 'pending')
             ), dead AS (  -- no cited section valid (cachecore.engine.outcome.section_state)
@@ -209,6 +237,7 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
                 WHERE NOT EXISTS (
                     SELECT 1 FROM cachecore_citation c2
                     JOIN cachecore_section s ON s.tenant_id = c2.tenant_id AND s.external_id = c2.section_id
+                      AND s.namespace = c2.section_namespace
                     WHERE c2.tenant_id = %(tenant)s AND c2.trail_id = a.trail_id AND s.sha256 = c2.recorded_hash
                 )
             ), marked AS (
@@ -217,28 +246,36 @@ def trails_invalidate_for_sections(*, tenant: Tenant, section_ids: Sequence[str]
             )
             SELECT (SELECT count(*) FROM affected), (SELECT count(*) FROM marked)
             """,
-            {"tenant": tenant.pk, "ids": list(section_ids)},
+            {"tenant": tenant.pk, "ids": [sid for _, sid in sections], "namespaces": [ns for ns, _ in sections]},
         )
         affected, _marked = cur.fetchone()
     return int(affected)
 
 
-def trails_invalidate_schedule(*, tenant: Tenant, section_ids: Sequence[str], mode: str = "auto") -> int:
-    """Invalidate now for a few changed sections; for many, count the citing trails now and
-    mark them in a background job (written in this transaction). Returns affected trails."""
+def trails_invalidate_schedule(*, tenant: Tenant, sections: Sequence[SectionKey], mode: str = "auto") -> int:
+    """Invalidate now for a few changed sections ((namespace, id) pairs); for many, count the
+    citing trails now and mark them in a background job (written in this transaction). Returns
+    affected trails."""
     limit = {"now": math.inf, "job": 0}.get(mode, settings.TRAILCACHE_SYNC_INVALIDATION_MAX_SECTIONS)
-    if len(section_ids) <= limit:
-        return trails_invalidate_for_sections(tenant=tenant, section_ids=section_ids)
-    affected = (Trail.objects.filter(tenant=tenant, status__in=[TrailStatus.ACTIVE, TrailStatus.PENDING],
-                                     citations__section_id__in=list(section_ids)).distinct().count())
-    job_create(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE, params={"section_ids": list(section_ids)},
-               progress_total=len(section_ids))
+    if len(sections) <= limit:
+        return trails_invalidate_for_sections(tenant=tenant, sections=sections)
+    cites = Q()
+    for namespace in sorted({ns for ns, _ in sections}):
+        cites |= Q(citations__section_namespace=namespace,
+                   citations__section_id__in=[sid for ns, sid in sections if ns == namespace])
+    affected = (Trail.objects.filter(tenant=tenant, status__in=[TrailStatus.ACTIVE, TrailStatus.PENDING])
+                .filter(cites).distinct().count())
+    job_create(tenant=tenant, kind=JobKind.TRAILS_INVALIDATE,
+               params={"sections": [[ns, sid] for ns, sid in sections]}, progress_total=len(sections))
     return affected
 
 
 def trails_invalidate_job_run(job: Job) -> dict[str, int]:
-    """Job body: the fan-out for a large upsert (idempotent: it reads current hashes)."""
-    affected = trails_invalidate_for_sections(tenant=job.tenant, section_ids=job.params.get("section_ids", []))
+    """Job body: the fan-out for a large upsert (idempotent: it reads current hashes). A job
+    queued before namespaces names shared ids only (``section_ids``)."""
+    keys = [(ns, sid) for ns, sid in job.params.get("sections", [])]
+    keys += [(SHARED_NAMESPACE, sid) for sid in job.params.get("section_ids", [])]
+    affected = trails_invalidate_for_sections(tenant=job.tenant, sections=keys)
     return {"affected_trails": affected}
 
 

@@ -30,7 +30,7 @@ from cachecore.models import (
     TrailStatus,
 )
 from cachecore.selectors.recalls import recall_event_lock, trail_negatives
-from cachecore.selectors.sections import sections_current_hashes
+from cachecore.selectors.sections import sections_resolved
 from cachecore.selectors.trails import trail_lock
 from cachecore.services.admission import admission_decide
 from tenants.caller import Caller
@@ -59,13 +59,19 @@ def trail_record(
     again ``FOR SHARE`` in the write's transaction, and that read decides: one deleted or rescoped
     out of the caller's sight meanwhile is unknown; one rewritten meanwhile keeps the hash read
     first (the trail is stale when none is valid); one deleted or changed after the lock waits for
-    this trail and then invalidates it like any other."""
+    this trail and then invalidates it like any other. Each citation binds to the section its id
+    means for the caller (its namespace with it: docs/scopes.md, "Id namespaces"); an id only the
+    tenant's resolver knows is a shared one."""
     require_permission(caller, KeyPermission.RECORD)
     require_scope(caller, scope)
     tenant = caller.tenant
     if len(set(cited)) != len(cited):
         raise InvalidInput("cited ids must be unique", fields={"cited": ["duplicate ids"]})
-    hashes = sections_current_hashes(caller=caller, section_ids=cited)
+    # What each cited id means for the caller (selectors.sections.sections_resolved): the
+    # citation binds to that section, its namespace with it.
+    resolved = sections_resolved(caller=caller, section_ids=cited, fields=("sha256",))
+    hashes = {sid: section.sha256 for sid, section in resolved.items()}
+    namespaces = {sid: section.namespace for sid, section in resolved.items()}
     local = [i for i in cited if i in hashes]  # checked again under the write's lock, below
     unknown = [i for i in cited if i not in hashes]
     if unknown and tenant.resolver_url:
@@ -81,7 +87,8 @@ def trail_record(
     embedding = embedder.embed_query(normalised, tenant=tenant.pk, subject=subject)
     source = (signal or {}).get("source") or ""
     accepted = (signal or {}).get("accepted")
-    positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited)
+    positive, verdict = admission_decide(tenant=tenant, signal=signal, answer=answer, cited=cited,
+                                         namespaces=namespaces)
     now = timezone.now()
     status = TrailStatus.ACTIVE if positive else TrailStatus.PENDING
     expires = now + (timedelta(days=tenant.trail_ttl_days) if positive else timedelta(hours=tenant.pending_ttl_hours))
@@ -89,10 +96,12 @@ def trail_record(
         if local:
             # The check the write relies on: the same rows, locked until the trail and its
             # citations are committed (sections_upsert and section_delete lock them for update).
-            locked = sections_current_hashes(caller=caller, section_ids=local, lock=True)
-            gone = [sid for sid in local if sid not in locked]
+            now_resolved = sections_resolved(caller=caller, section_ids=local, lock="share", fields=("sha256",))
+            # Gone, or now meaning another section (one of its own namespace created meanwhile).
+            gone = [sid for sid in local if sid not in now_resolved or now_resolved[sid].namespace != namespaces[sid]]
             if gone:
                 raise UnknownSections(gone)
+            locked = {sid: section.sha256 for sid, section in now_resolved.items()}
             # A section rewritten meanwhile keeps the hash read first (what the agent read, as far
             # as we know); when no cited section is valid any more the trail is born stale, as the
             # rewrite's invalidation would have made it, had the trail existed.
@@ -118,7 +127,8 @@ def trail_record(
         )
         trail.save(force_insert=True)
         Citation.objects.bulk_create([
-            Citation(trail=trail, tenant=tenant, section_id=sid, position=pos, recorded_hash=hashes[sid])
+            Citation(trail=trail, tenant=tenant, section_id=sid, section_namespace=namespaces.get(sid, ""),
+                     position=pos, recorded_hash=hashes[sid])
             for pos, sid in enumerate(cited)
         ])
         if recall_event is not None:

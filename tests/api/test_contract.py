@@ -123,7 +123,8 @@ def test_sections_put_get_delete(caller):
     response = caller.get("/api/v1/sections/" + quote(sid, safe=""))
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"id", "hash", "text", "updated_at", "scopes"}  # scopes: keys without scope limits
+    # scopes and namespace: keys without scope limits
+    assert set(body) == {"id", "hash", "text", "updated_at", "scopes", "namespace"} and body["namespace"] == ""
     assert body["scopes"] == []
     assert body["id"] == sid and body["text"] == TEXT
     import hashlib
@@ -213,8 +214,8 @@ def test_schema_and_docs_and_health_are_served():
 
 @pytest.mark.django_db
 def test_the_schema_shows_scopes_on_sections():
-    """The contract shows sections' scopes: on the upsert item, on GET /sections/{id}, and what an
-    upsert tells a scope-limited key (docs/scopes.md)."""
+    """The contract shows sections' scopes: on the upsert item, on GET /sections/{id}, what an
+    upsert of a scope-limited key writes, and how a namespace is named (docs/scopes.md)."""
     schema = json.loads(APIClient().get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
     components = schema["components"]["schemas"]
     assert components["SectionIn"]["properties"]["scopes"]["type"] == "array"
@@ -222,4 +223,10 @@ def test_the_schema_shows_scopes_on_sections():
     assert components["SectionOut"]["properties"]["scopes"]["type"] == "array"
     assert "scopes" not in components["SectionOut"]["required"]  # shown to tenant-wide keys only
     upsert = schema["paths"]["/api/v1/sections"]["put"]
-    assert "403 `scope_forbidden`" in upsert["description"]
+    assert "every creation answers alike" in upsert["description"] and "Id namespaces" in upsert["description"]
+    # A tenant-wide key addresses a limited key's own section by ?namespace= (docs/api.md).
+    section = schema["paths"]["/api/v1/sections/{section_id}"]
+    for method in ("get", "delete"):
+        assert "namespace" in [p["name"] for p in section[method]["parameters"] if p["in"] == "query"]
+    assert "namespace" not in components["SectionOut"]["required"]
+    assert "namespace" in components["CitationOut"]["properties"]

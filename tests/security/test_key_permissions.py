@@ -142,8 +142,8 @@ def scoped(make_caller):
 
 
 def _state(tenant: Any) -> tuple[list[Any], list[Any]]:
-    sections = list(Section.objects.filter(tenant=tenant).order_by("external_id").values_list("external_id", "sha256",
-                                                                                             "scopes"))
+    sections = list(Section.objects.filter(tenant=tenant, namespace="").order_by("external_id")
+                    .values_list("external_id", "sha256", "scopes"))
     trails = list(Trail.objects.filter(tenant=tenant).order_by("scope", "query").values_list("scope", "status"))
     return sections, trails
 
@@ -163,11 +163,6 @@ def test_a_scope_limited_key_reads_only_sections_of_its_scopes(scoped):
 def test_a_scope_limited_key_cannot_overwrite_or_delete_other_scopes_sections(scoped):
     wide, narrow = scoped
     before = _state(wide.tenant)
-    for section_id in ("b#1", "shared#1", "open#1", "loose#1"):
-        put = narrow.put("/api/v1/sections", {"sections": [{"id": "a#1", "text": "Changed alpha."},
-                                                            {"id": section_id, "text": "Overwritten."}]})
-        assert put.status_code == 403, put.content
-        assert put.json()["error"] == "scope_forbidden" and section_id in str(put.json()["fields"]["sections"])
     for hidden in ("b%231", "loose%231"):
         assert narrow.delete(f"/api/v1/sections/{hidden}").json() == narrow.delete("/api/v1/sections/x%231").json()
     for seen in ("shared%231", "open%231"):  # it sees them, but they belong to other scopes too
@@ -179,6 +174,14 @@ def test_a_scope_limited_key_cannot_overwrite_or_delete_other_scopes_sections(sc
         assert put.status_code == 403 and put.json()["error"] == "scope_forbidden", scopes
     assert _state(wide.tenant) == before  # nothing written, no trail invalidated
     assert not AuditEntry.objects.filter(tenant=wide.tenant, action=AuditAction.SECTION_DELETE).exists()
+    # An upsert of those ids writes the key's own sections (docs/scopes.md, "Id namespaces"),
+    # answered as new ids are, and leaves the tenant's as they were.
+    for section_id in ("b#1", "shared#1", "open#1", "loose#1"):
+        put = narrow.put("/api/v1/sections", {"sections": [{"id": section_id, "text": "Overwritten."}]})
+        assert put.json() == {"created": 1, "updated": 0, "unchanged": 0, "invalidated_trails": 0}, section_id
+    assert _state(wide.tenant) == before
+    assert set(Section.objects.filter(tenant=wide.tenant, namespace="team-a/").values_list("external_id", "text")) == {
+        (i, "Overwritten.") for i in ("b#1", "shared#1", "open#1", "loose#1")}
 
 
 def test_a_scope_limited_key_may_change_sections_of_its_scopes(scoped):

@@ -42,8 +42,8 @@ class World:
 def snapshot(tenant: Tenant) -> dict[str, Any]:
     """Everything an operation could write, for one tenant."""
     return {
-        "sections": list(Section.objects.filter(tenant=tenant).order_by("external_id")
-                         .values_list("external_id", "sha256", "text", "scopes")),
+        "sections": list(Section.objects.filter(tenant=tenant).order_by("external_id", "namespace")
+                         .values_list("external_id", "sha256", "text", "scopes", "namespace")),
         "trails": list(Trail.objects.filter(tenant=tenant).order_by("id")
                        .values_list("id", "scope", "status", "positive_feedback", "negative_feedback")),
         "citations": Citation.objects.filter(tenant=tenant).count(),
@@ -147,25 +147,39 @@ def test_section_read(world):
     assert world.limited.get("/api/v1/sections/int%231").json() == never
     _refused(world, world.other.get("/api/v1/sections/pub%231"), 404, "not_found")
     inside = world.limited.get("/api/v1/sections/pub%231").json()
-    assert inside["text"] == PUBLIC_TEXT and "scopes" not in inside
+    assert inside["text"] == PUBLIC_TEXT and "scopes" not in inside and "namespace" not in inside
     assert world.wide.get("/api/v1/sections/int%231").json()["scopes"] == ["internal:"]
+    # Naming a namespace is for tenant-wide keys: a limited key is refused whatever the id.
+    for section in ("pub%231", "int%231", "never%231"):
+        _refused(world, world.limited.get(f"/api/v1/sections/{section}?namespace=public:"), 403, "scope_forbidden")
+    _refused(world, world.wide.get("/api/v1/sections/pub%231?namespace=public:"), 404, "not_found")
 
 
 def test_section_write(world):
     before = snapshot(world.tenant)
-    put = world.limited.put("/api/v1/sections", {"sections": [{"id": "int#1", "text": "Rewritten."}]})
-    _refused(world, put, 403, "scope_forbidden")
     widen = world.limited.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": PUBLIC_TEXT,
                                                                  "scopes": ["*"]}]})
     _refused(world, widen, 403, "scope_forbidden")
     # Another tenant's key writes its own tenant's pub#1, never this one's.
     assert world.other.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": "Theirs."}]}).status_code == 200
     assert snapshot(world.tenant) == before
+    # An id that exists outside the key's scopes answers as a fresh id does (docs/scopes.md, "Id
+    # namespaces"): the key gets its own section, the tenant's int#1 and its trail stay as they were.
+    fresh = world.limited.put("/api/v1/sections", {"sections": [{"id": "fresh#1", "text": "Rewritten."}]})
+    taken = world.limited.put("/api/v1/sections", {"sections": [{"id": "int#1", "text": "Rewritten."}]})
+    assert (taken.status_code, taken.content) == (fresh.status_code, fresh.content) == (
+        200, b'{"created":1,"updated":0,"unchanged":0,"invalidated_trails":0}')
+    after = snapshot(world.tenant)
+    own = Section.objects.get(tenant=world.tenant, external_id="int#1", namespace="public:")
+    assert own.text == "Rewritten." and own.scopes == ["public:"]
+    assert {**after, "sections": [r for r in after["sections"] if r[0] != "fresh#1" and r[4] == ""]} == before
+    assert world.wide.get("/api/v1/sections/int%231").json()["text"] == INTERNAL_TEXT
     assert world.limited.put("/api/v1/sections", {"sections": [{"id": "pub#1", "text": "New public."}]}
                              ).json()["updated"] == 1
     assert world.wide.put("/api/v1/sections", {"sections": [{"id": "int#1", "text": "New internal."}]}
                           ).json()["updated"] == 1
     assert Section.objects.get(tenant=world.tenant, external_id="pub#1").scopes == ["public:"]
+    assert own.__class__.objects.get(pk=own.pk).text == "Rewritten."  # the tenant-wide write was the shared one
 
 
 def test_section_delete(world):

@@ -112,3 +112,17 @@ def test_the_console_gives_and_says_the_least_privilege_default(make_tenant):
     assert client.post("/console/api-keys/?tenant=acme", {"name": "script", "scope_prefixes": ""}).status_code == 201
     assert ApiKey.objects.get(tenant=tenant, name="script").permissions == ["recall", "record", "feedback",
                                                                            "sections:read"]
+
+
+def test_a_limited_callers_namespace_is_its_prefixes_canonical_form(make_tenant):
+    from tenants.scopes import NAMESPACE_SEPARATOR, SHARED_NAMESPACE, namespace_of
+
+    assert namespace_of(["public:", "docs/", "public:"]) == namespace_of(["docs/", "public:"]) == "docs/,public:"
+    assert namespace_of([]) == SHARED_NAMESPACE == ""
+    tenant = make_tenant()
+    assert Caller(tenant=tenant, scope_prefixes=("team-b/", "team-a/")).namespace == "team-a/,team-b/"
+    assert tenant_caller(tenant).namespace == ""
+    # The separator never appears in a prefix: a new key's prefix holding it is refused.
+    assert scope_prefix_problem(f"a:{NAMESPACE_SEPARATOR}b:") is not None
+    with pytest.raises(ValueError, match="separates prefixes"):
+        api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=["a,b:"])

@@ -117,6 +117,9 @@ class SectionOut(_Response):
     updated_at: datetime
     # Shown to keys without scope limits only.
     scopes: list[str] | None = None
+    # The id namespace ("" the shared one; a scope-limited key's own: its prefixes joined by ",").
+    # Shown to keys without scope limits only.
+    namespace: str | None = None
 
 
 class TrailRecordResult(_Response):
@@ -128,6 +131,8 @@ class CitationOut(_Response):
     id: str
     # None for a key with scope limits when the section is not visible to it now.
     hash: str | None
+    # The cited section's namespace when it is not the shared one (keys without scope limits only).
+    namespace: str | None = None
 
 
 class TrailOut(_Response):
