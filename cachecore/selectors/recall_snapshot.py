@@ -19,7 +19,7 @@ from typing import Any
 from django.db import DatabaseError, connection
 
 from cachecore.engine.decide import Candidate, Cited
-from cachecore.selectors.citations import CITED_COLUMNS, cited_from_row, cited_sql
+from cachecore.selectors.citations import CITED_COLUMNS, candidate_laterals_sql, cited_from_row
 from cachecore.selectors.nearest import (
     CANDIDATE_COLUMNS,
     HNSW_ORDER_FROM_INDEX,
@@ -27,7 +27,7 @@ from cachecore.selectors.nearest import (
     candidate_from_row,
     candidates_sql,
 )
-from cachecore.selectors.recalls import bar_from_negatives, negatives_sql
+from cachecore.selectors.recalls import bar_from_negatives
 from cachecore.selectors.rivals import EXACT_MAX_CHUNKS, Covering, covering_sql
 from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
 from tenants.caller import Caller
@@ -54,10 +54,7 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
     settings_sql, candidates, candidate_params = candidates_sql(tenant=tenant, scope=scope, limit=limit)
     frequencies, frequency_params = term_frequencies_sql(tenant=tenant, terms=terms)
     # Only trails whose text went uncited before have a boundary: the others skip the index.
-    negatives, negative_params = negatives_sql(tenant=tenant, trail="cand.id",
-                                               only_if="cand.prefetch_boundary IS NOT NULL")
-    cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
-                                    trails="c.trail_id = cand.id")
+    negatives, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms, trail="cand")
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
         "SELECT cand.id, cand.distance, cand.query_normalised, cand.steps, cand.prefetch_boundary, "
@@ -67,7 +64,7 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
         f"LEFT JOIN LATERAL ({cited}) cit ON true "
         "ORDER BY cand.distance, cand.id, cit.position"
     )
-    params = [vector, *candidate_params, *frequency_params, *negative_params, *cited_params]
+    params = [vector, *candidate_params, *frequency_params, *lateral_params]
     rows = _execute(settings_sql, statement, params)
     if not rows:
         return RecallSnapshot([])

@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate
-from cachecore.selectors.citations import cited_sql
+from cachecore.selectors.citations import candidate_laterals_sql
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE
-from cachecore.selectors.recalls import negatives_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
@@ -91,7 +90,7 @@ def covering_sql(
     the current model) come closest to the query, best first, each with its best cosine; and the
     active, unexpired trails of the scope (current model) other than ``exclude`` that cite one of
     the best ``route`` sections whose cosine reaches ``threshold``, nearest question first, each
-    with its cited sections (``citations.cited_sql``) and its negatives (``recalls.negatives_sql``).
+    with its cited sections (``citations.candidate_laterals_sql``: ``cited_sql`` and ``recalls.negatives_sql``).
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
     large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
     what it holds must not shape another scope's answer. Its rows: the best sections' ids and
@@ -137,10 +136,8 @@ def covering_sql(
         "OFFSET 0) f "
         f"ORDER BY distance LIMIT {int(route)})"
     )
-    negatives, negative_params = negatives_sql(tenant=tenant, trail="citing.id",
-                                               only_if="citing.prefetch_boundary IS NOT NULL")
-    cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
-                                    trails="c.trail_id = citing.id")
+    negatives, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms,
+                                                              trail="citing")
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
         "SELECT (SELECT array_agg(external_id ORDER BY cos DESC) FROM best), "
@@ -155,7 +152,7 @@ def covering_sql(
     params: list[object] = [
         tenant.pk, model, not caller.scope_limited, scope, threshold,
         tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude], tenant.pk,
-        tenant.pk, *negative_params, *cited_params,
+        tenant.pk, *lateral_params,
     ]
     return settings_sql, statement, params
 
