@@ -287,40 +287,28 @@ def run_qqp_cache(config: QQPConfig) -> dict[str, Any]:
     return report
 
 
-def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, str],
-            timings: dict[str, float]) -> dict[str, Any]:
-    from cachecore.embedding import get_embedder
+def populate_tenant(tenant: Any, questions: Sequence[str], *, progress: bool = True
+                    ) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """One section per question (``qqp/<n>``, chunk embeddings computed in the call) and one
+    active trail per question citing it, recorded through ``trail_record``. Returns the trail
+    id by normalised question, the question by trail id, and the sections whose chunks came late."""
     from cachecore.engine.text import normalise_query
-    from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
     from docingest.ingest import chunks_ensure, upsert_synchronously
     from docingest.progress import Progress
-    from research.evaluation.harness import answer_dict
     from tenants.caller import tenant_caller
-    from tenants.services import SETTINGS_FIELDS
 
-    def bar(label: str, total: int) -> Progress:
-        return Progress(label, total, enabled=config.progress)
-
-    questions = sample.trail_questions
     section_ids = [f"qqp/{n}" for n in range(len(questions))]
-
-    # -- sections (chunk embeddings computed in the call) ----------------------------------------
-    t = time.perf_counter()
-    with bar("sections + chunks", len(questions)) as b:
+    with Progress("sections + chunks", len(questions), enabled=progress) as b:
         for start in range(0, len(questions), UPSERT_BATCH):
             batch = [{"id": sid, "text": q} for sid, q in
                      zip(section_ids[start:start + UPSERT_BATCH], questions[start:start + UPSERT_BATCH])]
             upsert_synchronously(tenant=tenant, sections=batch, chunks="sync")
             b.step(len(batch))
     late_chunks = chunks_ensure(tenant=tenant, section_ids=section_ids)
-    timings["sections"] = round(time.perf_counter() - t, 2)
-
-    # -- trails (the service, one by one) ---------------------------------------------------------
-    t = time.perf_counter()
     trail_of: dict[str, str] = {}        # normalised question → trail id
     question_of: dict[str, str] = {}     # trail id → question
-    with bar("record trails", len(questions)) as b:
+    with Progress("record trails", len(questions), enabled=progress) as b:
         for sid, q in zip(section_ids, questions):
             trail = trail_record(
                 caller=tenant_caller(tenant), scope=SCOPE, query=q,
@@ -329,7 +317,25 @@ def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, 
             trail_of[normalise_query(q)] = str(trail.pk)
             question_of[str(trail.pk)] = q
             b.step()
-    timings["trails"] = round(time.perf_counter() - t, 2)
+    return trail_of, question_of, late_chunks
+
+
+def _replay(config: QQPConfig, tenant: Any, sample: Sample, clusters: dict[str, str],
+            timings: dict[str, float]) -> dict[str, Any]:
+    from cachecore.embedding import get_embedder
+    from cachecore.engine.text import normalise_query
+    from cachecore.services.recall import recall
+    from docingest.progress import Progress
+    from research.evaluation.harness import answer_dict
+    from tenants.caller import tenant_caller
+    from tenants.services import SETTINGS_FIELDS
+
+    def bar(label: str, total: int) -> Progress:
+        return Progress(label, total, enabled=config.progress)
+
+    t = time.perf_counter()
+    trail_of, question_of, late_chunks = populate_tenant(tenant, sample.trail_questions, progress=config.progress)
+    timings["sections_and_trails"] = round(time.perf_counter() - t, 2)
 
     # -- recall every sampled b -------------------------------------------------------------------
     t = time.perf_counter()
