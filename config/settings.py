@@ -206,6 +206,11 @@ TRAILCACHE_RATE_PER_TENANT_PER_MINUTE = env_int("TRAILCACHE_RATE_PER_TENANT_PER_
 # An API key that authenticated is answered from the process's memory this many seconds (0: off):
 # a revoked key is refused by every process within them (api/authentication.py).
 TRAILCACHE_API_KEY_CACHE_SECONDS = env_int("TRAILCACHE_API_KEY_CACHE_SECONDS", 5, minimum=0)
+# Recall log writes queued per web process for its writer thread, after the answer (0: every
+# recall writes inline); a full queue writes inline (cachecore/services/recall_log.py).
+TRAILCACHE_RECALL_LOG_QUEUE = env_int("TRAILCACHE_RECALL_LOG_QUEUE", 1000, minimum=0)
+# How long a record or feedback naming a recall waits for another process to write it.
+TRAILCACHE_RECALL_LINK_WAIT_MS = env_int("TRAILCACHE_RECALL_LINK_WAIT_MS", 1000, minimum=0)
 # Exports queued or running at once per tenant; one more is answered 429.
 TRAILCACHE_MAX_ACTIVE_EXPORTS = env_int("TRAILCACHE_MAX_ACTIVE_EXPORTS", 3, minimum=1)
 

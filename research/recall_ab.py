@@ -139,6 +139,7 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
 
     django.setup()
     from research.bench import httpload
+    from tenants.caller import tenant_caller
     from tenants.models import ApiKey, Tenant, all_key_permissions
     from tenants.services import api_key_create
 
@@ -146,8 +147,8 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
     tenants = {str(t.pk): t for t in Tenant.objects.filter(slug__startswith="bench-")}
     used = {q[0] for q in chosen}
     ApiKey.objects.filter(tenant__in=used, name="recall-ab").delete()
-    keys = {pk: api_key_create(tenant=tenants[pk], name="recall-ab", permissions=all_key_permissions())[1]
-            for pk in used}
+    keys = {pk: api_key_create(caller=tenant_caller(tenants[pk]), name="recall-ab",
+                               permissions=all_key_permissions())[1] for pk in used}
     jobs = [("POST", "/api/v1/recall", json.dumps({"scope": q[1], "query": q[2]}).encode(), keys[q[0]])
             for q in chosen]
     database = os.environ["DATABASE_URL"].rsplit("/", 1)[1]

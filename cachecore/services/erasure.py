@@ -16,6 +16,7 @@ from cachecore.models import (
 )
 from cachecore.services.exports import exports_delete_for_subject
 from cachecore.services.jobs import job_create, register
+from cachecore.services.recall_log import flush as recall_log_flush
 from cachecore.services.subjects import subject_checked, subject_hash
 from tenants.caller import Caller, tenant_caller
 from tenants.models import AuditAction, KeyPermission, Tenant
@@ -40,6 +41,7 @@ def subject_erase(*, caller: Caller, subject: str) -> int:
     tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     subject = subject_checked(subject)
     digest = subject_hash(subject)
+    recall_log_flush()   # this process's recalls of the subject are written before they are erased
     with transaction.atomic():
         _, trail_counts = Trail.objects.filter(tenant=tenant, subject=subject).delete()
         _, event_counts = RecallEvent.objects.filter(tenant=tenant, subject=subject).delete()

@@ -16,7 +16,7 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from cachecore.selectors.recalls import recall_event_lock
+from cachecore.services.recall_log import recall_for_label
 from cachecore.services.trails import trail_boundary_learn
 from tenants.caller import Caller
 from tenants.models import AuditAction, KeyPermission
@@ -31,7 +31,7 @@ def feedback_apply(*, caller: Caller, recall_id: object, accepted: bool) -> Reca
     require_permission(caller, KeyPermission.FEEDBACK)
     tenant, actor, actor_label = caller.tenant, caller.user, caller.actor_label
     with transaction.atomic():
-        event = recall_event_lock(caller=caller, recall_id=recall_id)
+        event = recall_for_label(caller=caller, recall_id=recall_id)
         now = timezone.now()
         event.feedback, event.feedback_at = accepted, now
         event.save(update_fields=["feedback", "feedback_at"])

@@ -7,7 +7,8 @@
    database transaction).
 3. **Decide** in the engine (``engine/decide.py``): a pure function holds every threshold, band
    and margin and returns the outcome, reason, confidence and sections.
-4. **Write** in one short statement: stale marks, hit counters and the recall log entry.
+4. **Write** in one short statement: stale marks, hit counters and the recall log entry, after
+   the answer outside a caller's transaction (``recall_log``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from cachecore import resolver
@@ -32,6 +32,7 @@ from cachecore.engine.text import normalise_query
 from cachecore.models import MissReason
 from cachecore.selectors.nearest import vector_literal
 from cachecore.selectors.recall_snapshot import recall_covering, recall_snapshot
+from cachecore.services.recall_log import log_recall
 from tenants.caller import Caller
 from tenants.models import KeyPermission, MatchMode, Tenant
 
@@ -204,43 +205,14 @@ def _miss_reason(decision: RecallDecision) -> str:
     return MissReason.NO_CANDIDATE
 
 
-# One UPDATE (one index scan in id order, so two recalls lock shared trails in the same order
-# and cannot deadlock) marks stale trails and counts hits; the log entry goes with it.
-_WRITE_SQL = """
-    WITH touched AS (
-        UPDATE cachecore_trail SET
-            status = CASE WHEN id = ANY(%(stale)s::uuid[]) AND status = 'active' THEN 'stale' ELSE status END,
-            status_changed_at = CASE WHEN id = ANY(%(stale)s::uuid[]) AND status = 'active' THEN %(now)s
-                                     ELSE status_changed_at END,
-            hits = CASE WHEN id = ANY(%(hit)s::uuid[]) THEN hits + 1 ELSE hits END,
-            last_hit_at = CASE WHEN id = ANY(%(hit)s::uuid[]) THEN %(now)s ELSE last_hit_at END
-        WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[] || %(hit)s::uuid[])
-    )
-    INSERT INTO cachecore_recallevent (
-        id, tenant_id, scope, query, subject, trail_id, trail_ids, outcome, shadow_outcome, miss_reason, reason,
-        confidence, similarity, coverage, escalated, latency_ms, served_ids, offered_ids, created_at
-    )
-    SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
-           (SELECT id FROM cachecore_trail WHERE tenant_id = %(tenant)s AND id = %(trail)s::uuid),
-           %(trail_ids)s::uuid[], %(outcome)s,
-           %(shadow_outcome)s,
-           %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
-           %(latency)s, %(served)s::varchar[], %(offered)s::varchar[], %(now)s
-"""
-
-
 def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: RecallDecision,
            latency_ms: float, shadow: bool = False) -> uuid.UUID:
-    """Stale marks, hit counters and the log entry in one statement, one round trip outside a
-    caller's transaction. Not waiting for the WAL flush saves a disk sync: a crash of the
-    database server may lose the last recalls' writes (at most ``wal_writer_delay`` × 3, 600 ms
-    by default), all of a recall's or none: its log entry, its hit counts and its stale marks
-    (read-time checks redo a stale mark). A record naming a lost recall_id is refused as
-    unknown (400)."""
+    """Log the recall (``recall_log``: stale marks, hit counters and the entry, after the answer
+    outside a caller's transaction); its id is known before the write."""
     recall_id = uuid.uuid4()
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
-    params = {
+    log_recall({
         "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": [] if shadow else hit,
         "trail_ids": hit, "id": recall_id, "scope": scope, "query": query, "subject": subject,
         "trail": None if shadow else decision.trail_id,
@@ -252,25 +224,7 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
         "confidence": decision.confidence, "similarity": decision.similarity,
         "coverage": decision.coverage, "escalated": decision.escalated, "latency": latency_ms,
         "served": [] if shadow else decision.served_ids, "offered": [s["id"] for s in decision.sections],
-    }
-    for attempt in (1, 2):
-        try:
-            if connection.in_atomic_block:
-                # Inside a caller's transaction: a savepoint of its own, so a retry is possible.
-                with transaction.atomic(), connection.cursor() as cur:
-                    cur.execute("SET LOCAL synchronous_commit = off")
-                    cur.execute(_WRITE_SQL, params)
-            else:
-                # One round trip: PostgreSQL runs a multi-statement query as one implicit
-                # transaction, in which SET LOCAL holds (client-side binding sends it whole).
-                with connection.cursor() as cur:
-                    cur.execute("SET LOCAL synchronous_commit = off; " + _WRITE_SQL, params)
-            break
-        except OperationalError as exc:
-            # Another writer locked the same trails in the other order: the statement is
-            # all or nothing, so running it once more is safe.
-            if attempt == 2 or getattr(exc.__cause__, "sqlstate", None) != "40P01":
-                raise
+    })
     return recall_id
 
 

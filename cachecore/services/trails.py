@@ -29,10 +29,11 @@ from cachecore.models import (
     Trail,
     TrailStatus,
 )
-from cachecore.selectors.recalls import recall_event_lock, trail_negatives
+from cachecore.selectors.recalls import trail_negatives
 from cachecore.selectors.sections import sections_resolved
 from cachecore.selectors.trails import trail_lock
 from cachecore.services.admission import admission_decide
+from cachecore.services.recall_log import recall_for_label
 from tenants.caller import Caller
 from tenants.models import AuditAction, KeyPermission, Tenant
 from tenants.services import audit_record
@@ -112,7 +113,7 @@ def trail_record(
         recall_event = None
         if recall_id is not None:
             try:
-                recall_event = recall_event_lock(caller=caller, recall_id=recall_id)
+                recall_event = recall_for_label(caller=caller, recall_id=recall_id)
             except NotFound as exc:
                 raise InvalidInput("unknown recall_id",
                                    fields={"recall_id": ["no such recall for this tenant"]}) from exc

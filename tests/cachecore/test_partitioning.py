@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from cachecore.models import Citation, RecallEvent, Trail
 from cachecore.selectors import nearest
+from cachecore.services import recall_log
 from cachecore.services.recall import recall
 from cachecore.services.sections import sections_upsert
 from cachecore.services.trails import trail_delete, trail_record
@@ -190,6 +191,7 @@ def test_the_migration_moves_a_database_with_rows_back_and_forth(make_tenant):
     for tenant in tenants:
         _seed(tenant, trails=4)
         recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
+    assert recall_log.flush()   # the recalls' log entries are written after their answers
     before = _counts()
     ids = set(Trail.objects.values_list("pk", flat=True))
     graph = MigrationExecutor(connection).loader.graph

@@ -62,10 +62,13 @@ def test_a_hit_updates_the_trail_in_place_without_touching_its_indexes(make_tena
 
 
 def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flush_wait(transactional_db,
-                                                                                       make_tenant):
-    """A recall's own write, outside any caller's transaction: one round trip (SET LOCAL and the
-    statement in one implicit transaction), committed, with synchronous_commit off only for it."""
+                                                                                       make_tenant, settings):
+    """A recall's own write when it writes inline (the writer thread off), outside any caller's
+    transaction: one round trip (SET LOCAL and the statement in one implicit transaction),
+    committed, with synchronous_commit off only for it."""
     from django.db import connection
+
+    settings.TRAILCACHE_RECALL_LOG_QUEUE = 0
     from django.test.utils import CaptureQueriesContext
 
     from cachecore.models import RecallEvent, Trail
@@ -89,19 +92,21 @@ def test_outside_a_transaction_the_log_write_is_one_statement_without_a_wal_flus
 
 
 @pytest.mark.parametrize("path", ["exact", "hnsw"])
-def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_write_another(
+def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_write_comes_after(
         transactional_db, make_tenant, settings, path):
     """The snapshot is one statement (no BEGIN, SET TRANSACTION or COMMIT of its own), prepared
     once per database session and then only executed, its SET LOCAL settings in the same round
     trip, the query's vector sent once; the covering sections and the trails citing them are a
-    second one, prepared the same way; the write is one more: three round trips per recall once
-    the scope's size is known. It reads what the same statement planned inside a transaction
-    reads."""
+    second one, prepared the same way: two round trips per recall once the scope's size is known.
+    The write goes to the recall log's writer (its own connection, after the answer). It reads
+    what the same statement planned inside a transaction reads."""
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
+    from cachecore.models import RecallEvent
     from cachecore.selectors import nearest
     from cachecore.selectors.recall_snapshot import recall_snapshot
+    from cachecore.services import recall_log
 
     if path == "hnsw":
         settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS = 0  # every non-empty scope goes through HNSW
@@ -115,13 +120,13 @@ def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_wri
             result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
         assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
         statements = [q["sql"] for q in captured.captured_queries]
-        assert len(statements) == 3, statements
-        read, cover, write = statements
+        assert len(statements) == 2, statements
+        read, cover = statements
         for statement in (read, cover):
             assert "EXECUTE recall_snapshot_" in statement and "PREPARE" not in statement  # by the first recall
             assert statement.count("'[") == 1  # the vector's literal, once
         assert read.startswith("SET LOCAL hnsw.") == (path == "hnsw")
-        assert write.startswith("SET LOCAL synchronous_commit = off; ")
+        assert recall_log.flush() and RecallEvent.objects.filter(pk=result.recall_id).exists()
         with connection.cursor() as cur:  # no setting of the read outlived it
             cur.execute("SELECT current_setting('plan_cache_mode'), current_setting('enable_sort')")
             assert cur.fetchone() == ("force_custom_plan", "on")
