@@ -27,11 +27,11 @@ from typing import Any
 
 from cachecore.engine.boundary import CONFIDENCE_DECIMALS, blocks_prefetch
 from cachecore.engine.budget import fit_to_budget
-from cachecore.engine.evidence import Idf, TrailContext, match_features, rival_coverage
+from cachecore.engine.evidence import Idf, TextEvidence, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, section_state
-from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, identifiers, numbers, trigram_similarity
-from cachecore.engine.polarity import polarity_conflict
+from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
+from cachecore.engine.polarity import views_conflict
 from cachecore.engine.scorer import MatchScorer, scorer_for
 from cachecore.engine.text import content_hash
 
@@ -274,8 +274,9 @@ def decide(
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
     top_similarity = round(candidates[0].similarity, 4)
     qualified = [c for c in candidates if first_stage(policy, query, c)]
+    asked = TextEvidence.of(query)   # the query's side of every candidate's evidence, once
     # The cited text is read for the query's specifics only when it names some (most do not).
-    specifics = bool(numbers(query) or identifiers(query))
+    specifics = bool(asked.specifics)
     stale: list[str] = []
     live: list[Scored] = []
     for candidate in qualified:
@@ -294,7 +295,7 @@ def decide(
         # chunks will give (the scorer reads unknown coverage as poor evidence): the answer is
         # then the hint it is likely to be, never a miss for want of chunks.
         proxy = candidate.similarity if scored.coverage_pending else None
-        scored.features = match_features(query=query, trail=context, cosine=candidate.similarity, idf=idf,
+        scored.features = match_features(query=asked, trail=context, cosine=candidate.similarity, idf=idf,
                                          coverage=scored.coverage if proxy is None else proxy,
                                          trail_coverage=scored.trail_coverage if proxy is None else proxy,
                                          rival=None if proxy is not None else
@@ -305,7 +306,7 @@ def decide(
         scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer)
         scored.confidence = 1.0 if same else scorer.score(scored.features)
         if policy.polarity_guard and candidate.query_normalised:
-            scored.polarity = polarity_conflict(query, candidate.query_normalised)
+            scored.polarity = views_conflict(asked.polarity, context.question.polarity)
         live.append(scored)
     live.sort(key=lambda s: (s.confidence, s.candidate.similarity), reverse=True)
     confident = [s for s in live if s.confidence >= policy.hint_confidence]

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
-from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_similarity
-from cachecore.engine.polarity import negation_count, polarity_conflict
+from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_overlap, trigrams
+from cachecore.engine.polarity import PolarityView, views_conflict
 
 # A section contributes at most this many distinct terms to the tenant's document frequencies.
 MAX_TERMS_PER_SECTION = 4000
@@ -113,6 +114,11 @@ class TrailContext:
     # specifics), for the query's specifics.
     cited_text: str | None = None
 
+    @cached_property
+    def question(self) -> TextEvidence:
+        """The evidence of the trail's question (empty for a redacted trail)."""
+        return TextEvidence.of(self.query_normalised)
+
 
 # Sections still waiting for their chunks, as a share of the tenant's, beyond which the list of
 # best-covering sections is too incomplete to count against anyone: a large upsert whose chunks
@@ -137,14 +143,41 @@ def rival_coverage(best_sections: Sequence[tuple[str, float]], cited_ids: Iterab
     return best_sections[-1][1] if best_sections else None
 
 
+@dataclass(frozen=True)
+class TextEvidence:
+    """What the evidence reads of one normalised question, computed once per recall for the
+    query and once per candidate for its trail's question."""
+
+    text: str
+    content: frozenset[str]
+    trigrams: frozenset[str]
+    numbers: frozenset[str]
+    identifiers: frozenset[str]
+    polarity: PolarityView
+
+    @classmethod
+    def of(cls, text: str) -> TextEvidence:
+        return cls(text, frozenset(content_words(text)), frozenset(trigrams(text)), frozenset(numbers(text)),
+                   frozenset(identifiers(text)), PolarityView.of(text))
+
+    @property
+    def specifics(self) -> frozenset[str]:
+        """Numbers, versions and code identifiers the text names."""
+        return self.numbers | self.identifiers
+
+
 def specifics_unexplained(query: str, trail_question: str, cited_text: str | None) -> float:
     """The share of the query's specifics (numbers, versions, code identifiers) that neither the
     trail's question nor the cited text holds: "in 4.2", "--max-tasks-per-child" asked of a
     section about another release or setting. 0 when the query names none or no text is known."""
-    wanted = numbers(query) | identifiers(query)
+    return _specifics_unexplained(TextEvidence.of(query), TextEvidence.of(trail_question), cited_text)
+
+
+def _specifics_unexplained(query: TextEvidence, question: TextEvidence, cited_text: str | None) -> float:
+    wanted = query.specifics
     if not wanted or cited_text is None:
         return 0.0
-    have = numbers(trail_question) | identifiers(trail_question) | numbers(cited_text)
+    have = question.specifics | numbers(cited_text)
     # A number must appear as a number ("4" is in "404" as a string); an identifier as a string.
     missing = [w for w in wanted if w not in have and (w in numbers(w) or w not in cited_text)]
     return len(missing) / len(wanted)
@@ -152,7 +185,7 @@ def specifics_unexplained(query: str, trail_question: str, cited_text: str | Non
 
 def match_features(
     *,
-    query: str,
+    query: TextEvidence,
     trail: TrailContext,
     cosine: float,
     idf: Idf,
@@ -165,12 +198,14 @@ def match_features(
     ``trail_coverage`` that of the trail's own question, ``rival`` that of the best section the
     trail does not cite (None: unknown; see ``rival_coverage``).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
-    q_terms = content_words(query)
-    t_terms = content_words(trail.query_normalised)
+    question = trail.question
+    q_terms = set(query.content)
+    t_terms = set(question.content)
     explained = t_terms | step_terms(trail.steps) | trail.cited_terms
     unexplained, unexplained_max = _share(q_terms, explained, idf)
     trail_unmatched, _ = _share(t_terms, q_terms, idf) if t_terms else (0.0, 0.0)
     union = len(q_terms | t_terms)
+    asked = bool(question.text)
     return [
         float(cosine),
         unexplained,
@@ -180,16 +215,15 @@ def match_features(
         0.0 if coverage is None else 1.0,
         # How much less the cited text supports this query than the question it was cited for.
         trail_coverage - coverage if coverage is not None and trail_coverage is not None else 0.0,
-        trigram_similarity(query, trail.query_normalised) if trail.query_normalised else 0.0,
+        trigram_overlap(query.trigrams, question.trigrams) if asked else 0.0,
         len(q_terms & t_terms) / union if union else 0.0,
-        1.0 if trail.query_normalised and polarity_conflict(query, trail.query_normalised) else 0.0,
-        1.0 if trail.query_normalised and negation_count(query) % 2 != negation_count(trail.query_normalised) % 2
-        else 0.0,
-        sets_differ(numbers(query), numbers(trail.query_normalised)),
-        sets_differ(identifiers(query), identifiers(trail.query_normalised)),
+        1.0 if asked and views_conflict(query.polarity, question.polarity) else 0.0,
+        1.0 if asked and query.polarity.negations % 2 != question.polarity.negations % 2 else 0.0,
+        sets_differ(set(query.numbers), set(question.numbers)),
+        sets_differ(set(query.identifiers), set(question.identifiers)),
         # How much better the cited text covers the query than anything else the tenant holds:
         # a neighbouring setting's question is covered better by its own section.
         coverage - rival if coverage is not None and rival is not None else 0.0,
         1.0 if coverage is not None and rival is not None else 0.0,
-        specifics_unexplained(query, trail.query_normalised, trail.cited_text),
+        _specifics_unexplained(query, question, trail.cited_text),
     ]

@@ -80,7 +80,11 @@ def trigrams(text: str) -> set[str]:
 def trigram_similarity(a: str, b: str) -> float:
     """Like PostgreSQL ``similarity(a, b)``: |A ∩ B| / |A ∪ B| of the trigram sets (0 when
     both are empty)."""
-    ta, tb = trigrams(a), trigrams(b)
+    return trigram_overlap(trigrams(a), trigrams(b))
+
+
+def trigram_overlap(ta: set[str] | frozenset[str], tb: set[str] | frozenset[str]) -> float:
+    """``trigram_similarity`` of two texts' trigram sets."""
     union = len(ta | tb)
     return len(ta & tb) / union if union else 0.0
 

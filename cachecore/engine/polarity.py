@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
@@ -96,13 +97,32 @@ def _content_words(text: str) -> set[str]:
     }
 
 
+@dataclass(frozen=True)
+class PolarityView:
+    """What the guard reads of one text, computed once: its negation count, content words and
+    stemmed terms (a recall compares its query with every candidate's question)."""
+
+    negations: int
+    content: frozenset[str]
+    terms: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> PolarityView:
+        return cls(negation_count(text), frozenset(_content_words(text)), _terms(text))
+
+
 def polarity_conflict(a: str, b: str) -> str | None:
     """Why ``a`` and ``b`` ask opposite things, or None. Symmetric."""
-    if (negation_count(a) % 2) != (negation_count(b) % 2):
-        ca, cb = _content_words(a), _content_words(b)
+    return views_conflict(PolarityView.of(a), PolarityView.of(b))
+
+
+def views_conflict(a: PolarityView, b: PolarityView) -> str | None:
+    """``polarity_conflict`` of two texts' views."""
+    if (a.negations % 2) != (b.negations % 2):
+        ca, cb = a.content, b.content
         if len(ca & cb) / max(1, len(ca | cb)) >= NEGATION_MIN_OVERLAP:
             return "negation differs"
-    terms_a, terms_b = _terms(a), _terms(b)
+    terms_a, terms_b = a.terms, b.terms
     for x, y, sx, sy in _STEMMED_ANTONYMS:
         a_x, a_y, b_x, b_y = sx in terms_a, sy in terms_a, sx in terms_b, sy in terms_b
         if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
