@@ -24,6 +24,9 @@ from tenants.scopes import entries_admit_scope_sql
 RIVAL_SECTIONS = 8
 # The best sections whose citing trails are candidates too (and at most that many trails).
 SECTION_ROUTE = 3
+# Citations of each of those sections read (a section may be cited by thousands of trails; the
+# first read finds the trails whose questions are nearest anyway).
+CITING_PER_SECTION = 200
 # Chunks ranked before grouping by section (a section's best chunk is all that counts).
 RIVAL_CHUNKS = 64
 # Tenants with at most this many chunks are scanned exactly (through the chunks' (tenant, model)
@@ -81,6 +84,7 @@ class Covering:
 def covering_sql(
     *, caller: Caller, scope: str, terms: list[str], threshold: float, exclude: list[str],
     limit: int = RIVAL_SECTIONS, route: int = SECTION_ROUTE, exact_max_chunks: int = EXACT_MAX_CHUNKS,
+    citing_per_section: int = CITING_PER_SECTION,
 ) -> tuple[str, str, list[object]]:
     """The covering read as the settings to send before it (HNSW path: ``SET LOCAL``), one
     statement that defines ``QUERY_VECTOR_CTE`` (its vector is the first parameter) and its
@@ -89,7 +93,8 @@ def covering_sql(
     It reads the tenant's sections visible to ``scope`` whose chunks (of their current hash and
     the current model) come closest to the query, best first, each with its best cosine; and the
     active, unexpired trails of the scope (current model) other than ``exclude`` that cite one of
-    the best ``route`` sections whose cosine reaches ``threshold``, nearest question first, each
+    the best ``route`` sections whose cosine reaches ``threshold`` (among the first
+    ``citing_per_section`` citations of each), nearest question first, each
     with its cited sections (``citations.candidate_laterals_sql``: ``cited_sql`` and ``recalls.negatives_sql``).
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
     large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
@@ -123,17 +128,21 @@ def covering_sql(
     )
     chosen = (f"route AS (SELECT external_id, namespace FROM best WHERE cos >= %s ORDER BY cos DESC "
               f"LIMIT {int(route)})")
-    # The trails citing the route's sections, found through the citations' section index; the
-    # fence (OFFSET 0) keeps the planner from walking the trails' HNSW index in distance order
-    # and filtering it (a scan of the whole scope for three rows).
+    # The trails citing the route's sections, found through the citations' section index (at
+    # most ``citing_per_section`` citations of each: a section that thousands of trails cite would
+    # otherwise make this read a scan of them all), then each trail by its key. The fence
+    # (OFFSET 0) keeps the planner from walking the trails' HNSW index in distance order and
+    # filtering it, and the lateral read by key from scanning the whole scope to hash it (a
+    # plan made without the values cannot tell a scope of 64,000 trails from one of 200).
     citing = (
-        "citing AS MATERIALIZED (SELECT * FROM (SELECT t.id, t.embedding <=> "
-        f"{QUERY_VECTOR} AS distance, t.query_normalised, "
-        "t.steps, t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.scope = %s "
+        "citing AS MATERIALIZED (SELECT * FROM (SELECT t.* "
+        "FROM (SELECT DISTINCT c.trail_id FROM route r CROSS JOIN LATERAL (SELECT c.trail_id FROM cachecore_citation c "
+        "WHERE c.tenant_id = %s AND c.section_id = r.external_id AND c.section_namespace = r.namespace "
+        f"LIMIT {int(citing_per_section)}) c) ids "
+        f"CROSS JOIN LATERAL (SELECT t.id, t.embedding <=> {QUERY_VECTOR} AS distance, t.query_normalised, t.steps, "
+        "t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.id = ids.trail_id AND t.scope = %s "
         "AND t.status = 'active' AND (t.expires_at > %s) IS TRUE AND t.embedding_model = %s "
-        "AND NOT (t.id = ANY(%s::uuid[])) AND t.id IN (SELECT c.trail_id FROM cachecore_citation c "
-        "WHERE c.tenant_id = %s AND (c.section_id, c.section_namespace) IN (SELECT external_id, namespace FROM route)) "
-        "OFFSET 0) f "
+        "AND NOT (t.id = ANY(%s::uuid[])) OFFSET 0) t OFFSET 0) f "
         f"ORDER BY distance LIMIT {int(route)})"
     )
     negatives, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms,
@@ -151,7 +160,7 @@ def covering_sql(
     )
     params: list[object] = [
         tenant.pk, model, not caller.scope_limited, scope, threshold,
-        tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude], tenant.pk,
+        tenant.pk, tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude],
         tenant.pk, *lateral_params,
     ]
     return settings_sql, statement, params

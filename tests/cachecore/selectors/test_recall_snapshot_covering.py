@@ -89,3 +89,16 @@ def test_the_covering_read_counts_the_sections_still_waiting_for_their_chunks(ca
     sections_upsert(caller=tenant_caller(caller.tenant), chunks="later",
                     sections=[{"id": f"later#{i}", "text": f"Section {i} waits for its chunks."} for i in range(3)])
     assert _covering(caller, "default", query).chunks_pending == 3
+
+
+def test_a_section_cited_by_many_trails_is_read_up_to_its_cap(caller):
+    """A section thousands of trails cite must not make the read a scan of them all: only the
+    first ``citing_per_section`` citations of each route section are read."""
+    caller.upsert(SECTIONS)
+    for n in range(6):
+        caller.record(query=f"ack window of the transport, variant {n}", cited=["broker#visibility"])
+    query = "how long does the broker wait for an ack before redelivery?"
+    assert len(_covering(caller, "default", query).candidates) == 3   # SECTION_ROUTE trails at most
+    capped = _covering(caller, "default", query, citing_per_section=2).candidates
+    assert len(capped) == 2 and all(c.via_sections for c in capped)
+    assert all([s.section_id for s in c.cited] == ["broker#visibility"] for c in capped)
