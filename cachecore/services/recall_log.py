@@ -119,9 +119,9 @@ class _Writer:
     """This process's writer thread and its bounded queue."""
 
     def __init__(self, capacity: int) -> None:
-        self.queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=capacity)
+        # Writes, and the events flush() waits on (set once every write before them is done).
+        self.queue: queue.Queue[dict[str, Any] | threading.Event] = queue.Queue(maxsize=capacity)
         self.pid = os.getpid()
-        self.failed = 0
         self.thread = threading.Thread(target=self._run, name="trailcache-recall-log", daemon=True)
         self.thread.start()
 
@@ -137,18 +137,16 @@ class _Writer:
         """Wait until every write queued so far is done (True), or ``timeout`` seconds (False)."""
         done = threading.Event()
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.queue.put(done, timeout=max(0.0, deadline - time.monotonic()))   # type: ignore[arg-type]
-                break
-            except queue.Full:
-                return False
+        try:
+            self.queue.put(done, timeout=timeout)
+        except queue.Full:
+            return False
         return done.wait(max(0.0, deadline - time.monotonic()))
 
     def _run(self) -> None:
         while True:
             first = self.queue.get()
-            batch: list[Any] = [first]
+            batch: list[dict[str, Any] | threading.Event] = [first]
             while len(batch) < BATCH:
                 try:
                     batch.append(self.queue.get_nowait())
@@ -159,7 +157,6 @@ class _Writer:
                 try:
                     _write_batch(writes)
                 except Exception:   # noqa: BLE001 — the thread must outlive one bad batch
-                    self.failed += len(writes)
                     logger.exception("recall log: %d recall writes failed", len(writes))
                     connection.close()
             for p in batch:
