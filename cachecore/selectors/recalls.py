@@ -21,16 +21,9 @@ from tenants.caller import Caller, require_superuser
 from tenants.models import Tenant
 
 
-def recall_event_get(*, caller: Caller, recall_id: object) -> RecallEvent:
-    """A recall the caller sees (its tenant, its scopes), else NotFound."""
-    try:
-        return RecallEvent.objects.visible_to(caller).get(pk=recall_id)
-    except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
-        raise NotFound("recall not found") from exc
-
-
 def recall_event_lock(*, caller: Caller, recall_id: object) -> RecallEvent:
-    """``recall_event_get`` locked for an update (inside the writer's transaction)."""
+    """A recall the caller sees (its tenant, its scopes), locked for an update (inside the
+    writer's transaction), else NotFound."""
     try:
         return RecallEvent.objects.visible_to(caller).select_for_update().get(pk=recall_id)
     except (RecallEvent.DoesNotExist, ValueError, TypeError, ValidationError) as exc:
