@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.validators import RegexValidator
@@ -188,6 +189,42 @@ class RecallSerializer(serializers.Serializer):
         if not value.strip():
             raise serializers.ValidationError("Query must not be blank.")
         return value
+
+
+_RECALL_KEYS = frozenset(RecallSerializer._declared_fields)
+_RECALL_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def recall_input(data: Any) -> dict[str, Any] | None:
+    """``RecallSerializer``'s validated data for a body that is plainly valid, without DRF's
+    per-field work (a deep copy of the fields per request); None for anything else, which the
+    serializer then validates and refuses with its own errors. It accepts a subset of what the
+    serializer accepts and returns what the serializer would
+    (``tests/api/test_recall_input.py`` pins the two equal on generated bodies)."""
+    if type(data) is not dict or not data.keys() <= _RECALL_KEYS:
+        return None
+    scope, query = data.get("scope"), data.get("query")
+    if (type(scope) is not str or len(scope) > 200 or not limits.SCOPE_PATTERN.search(scope)
+            or _RECALL_BAD_CHARS.search(scope)):
+        return None
+    if (type(query) is not str or not 1 <= len(query) <= limits.MAX_QUERY_CHARS or not query.strip()
+            or _RECALL_BAD_CHARS.search(query)):
+        return None
+    out: dict[str, Any] = {"scope": scope, "query": query}
+    if "budget_tokens" in data:
+        budget = data["budget_tokens"]
+        if budget is not None and (type(budget) is not int
+                                   or not limits.MIN_BUDGET_TOKENS <= budget <= limits.MAX_BUDGET_TOKENS):
+            return None
+        out["budget_tokens"] = budget
+    subject = data.get("subject", "")
+    if type(subject) is not str or len(subject) > limits.MAX_SUBJECT_CHARS or _RECALL_BAD_CHARS.search(subject):
+        return None
+    shadow = data.get("shadow", False)
+    if type(shadow) is not bool:
+        return None
+    out["subject"], out["shadow"] = subject, shadow
+    return out
 
 
 class RecallSectionSerializer(serializers.Serializer):

@@ -168,7 +168,8 @@ class RecallView(TenantAPIView):
     @extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer,
                    summary="Recall before the first search: prefetch, hint or miss")
     def post(self, request: Request) -> Response:
-        data = _validated(s.RecallSerializer, request)
+        # A plainly valid body skips DRF's per-field work; anything else gets the serializer's errors.
+        data = s.recall_input(request.data) or _validated(s.RecallSerializer, request)
         result = recall(
             caller=self.caller, scope=data["scope"], query=data["query"],
             budget_tokens=data.get("budget_tokens"), subject=data.get("subject", ""),
