@@ -52,12 +52,9 @@ def section_rows(*, caller: Caller, section_ids: Sequence[str], namespace: str |
         raise RuntimeError("locked section rows belong inside the writing transaction")
     if lock == "update":
         return list(rows.select_for_update())
-    sql, params = rows.values_list("pk").query.sql_with_params()
-    with connection.cursor() as cur:
-        cur.execute(f"{sql} FOR SHARE", params)
-        pks = {pk for (pk,) in cur.fetchall()}
-    # Locked: the rows read now are the rows locked.
-    return [row for row in rows if row.pk in pks]
+    # One statement: the rows read are the rows locked (Django spells FOR UPDATE only).
+    sql, params = rows.query.sql_with_params()
+    return list(Section.objects.raw(f"{sql} FOR SHARE", params))
 
 
 def sections_resolve(*, caller: Caller, rows: Sequence[Section]) -> dict[str, Section]:
