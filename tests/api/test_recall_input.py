@@ -55,3 +55,19 @@ def test_common_bodies_take_the_fast_path_and_invalid_ones_never_do():
                  {"scope": "default", "query": "q", "shadow": "yes"}, {"scope": "x" * 201, "query": "q"},
                  {"scope": "default", "query": "q" * (limits.MAX_QUERY_CHARS + 1)}):
         assert recall_input(body) is None and _serializer(body) is None
+
+
+def test_over_http_the_fast_path_answers_as_the_serializer_would(caller):
+    """The same request with and without a key the fast path does not know (``explain``, which
+    the serializer ignores) answers alike; a body it steps aside for gets the serializer's 400."""
+    caller.upsert({"doc#install": "Install Acme with the installer, then run acme init."})
+    caller.record(query="How do I install Acme?", cited=["doc#install"])
+    fast = caller.post("/api/v1/recall", {"scope": "default", "query": "How do I install Acme?"})
+    slow = caller.post("/api/v1/recall", {"scope": "default", "query": "How do I install Acme?", "explain": True})
+    assert fast.status_code == slow.status_code == 200
+    drop = ("recall_id",)
+    assert {k: v for k, v in fast.json().items() if k not in drop} == {k: v for k, v in slow.json().items()
+                                                                     if k not in drop}
+    refused = caller.post("/api/v1/recall", {"scope": "bad scope", "query": "q"})
+    assert refused.status_code == 400 and "scope" in str(refused.json())
+    assert recall_input({"scope": "default", "query": "q", "explain": True}) is None
