@@ -201,14 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "recall_ab.json")
     args = parser.parse_args(argv)
 
-    from research.localstack import with_database
+    from research.localstack import use_database
 
-    server = os.environ.get("DATABASE_URL", "")
-    if not server:
-        from config import embedded_db
-
-        server = embedded_db.ensure_running()
-    os.environ["DATABASE_URL"] = with_database(server, args.database)
+    use_database(args.database)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("TRAILCACHE_DEV", "true")
     for name in ("TRAILCACHE_RATE_PER_KEY_PER_MINUTE", "TRAILCACHE_RATE_PER_TENANT_PER_MINUTE",
