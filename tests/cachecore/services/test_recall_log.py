@@ -32,6 +32,17 @@ def _seed(tenant) -> Trail:
     return Trail.objects.get(tenant=tenant, query=QUERY)
 
 
+def _write_params(tenant, **overrides) -> dict:
+    """The parameters of one recall log write (a miss unless ``overrides`` say otherwise), as
+    recall hands them to the writer."""
+    from django.utils import timezone
+
+    return {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [], "trail_ids": [], "scope": "default",
+            "query": "q", "subject": "", "trail": None, "outcome": "miss", "shadow_outcome": "",
+            "miss_reason": "no_candidate", "reason": "no_match", "confidence": 0.0, "similarity": 0.0,
+            "coverage": 0.0, "escalated": False, "latency": 1.0, "served": [], "offered": [], **overrides}
+
+
 class _RowLock:
     """Another session holding a trail's row lock: the writer's UPDATE of that trail waits."""
 
@@ -124,13 +135,10 @@ def test_a_recall_written_late_by_another_process_is_found_within_the_wait(trans
     tenant = make_tenant()
     trail = _seed(tenant)
     recall_id = uuid.uuid4()
-    from django.utils import timezone
-
-    params = {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [str(trail.pk)],
-              "trail_ids": [str(trail.pk)], "id": recall_id, "scope": "default", "query": QUERY, "subject": "",
-              "trail": str(trail.pk), "outcome": "prefetch", "shadow_outcome": "", "miss_reason": "",
-              "reason": "same_need", "confidence": 0.9, "similarity": 0.95, "coverage": 1.0, "escalated": False,
-              "latency": 1.0, "served": ["doc#install"], "offered": ["doc#install"]}
+    params = _write_params(tenant, hit=[str(trail.pk)], trail_ids=[str(trail.pk)], id=recall_id, query=QUERY,
+                           trail=str(trail.pk), outcome="prefetch", miss_reason="", reason="same_need",
+                           confidence=0.9, similarity=0.95, coverage=1.0, served=["doc#install"],
+                           offered=["doc#install"])
 
     def late_write() -> None:
         time.sleep(0.3)
@@ -175,12 +183,7 @@ def test_a_full_queue_writes_inline_and_off_writes_every_recall_inline(transacti
     trail = _seed(tenant)
     writer = recall_log._Writer(capacity=1)
     # A writer of capacity 1 takes one write and queues one; the third does not fit.
-    from django.utils import timezone
-
-    base = {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [], "trail_ids": [], "scope": "default",
-            "query": "q", "subject": "", "trail": None, "outcome": "miss", "shadow_outcome": "",
-            "miss_reason": "no_candidate", "reason": "no_match", "confidence": 0.0, "similarity": 0.0,
-            "coverage": 0.0, "escalated": False, "latency": 1.0, "served": [], "offered": []}
+    base = _write_params(tenant)
     lock = _RowLock(trail)
     try:
         blocking = {**base, "id": uuid.uuid4(), "hit": [str(trail.pk)]}
