@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,7 +93,7 @@ class Idf:
         return (math.log((self.sections + 1) / (self.df.get(term, 0) + 1)) + 1.0) / top
 
 
-def _share(terms: set[str], explained: set[str], idf: Idf) -> tuple[float, float]:
+def _share(terms: AbstractSet[str], explained: AbstractSet[str], idf: Idf) -> tuple[float, float]:
     """IDF mass share of ``terms`` not in ``explained``, and the largest such weight."""
     if not terms:
         return 0.0, 0.0
@@ -199,8 +200,8 @@ def match_features(
     trail does not cite (None: unknown; see ``rival_coverage``).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     question = trail.question
-    q_terms = set(query.content)
-    t_terms = set(question.content)
+    q_terms = query.content
+    t_terms = question.content
     explained = t_terms | step_terms(trail.steps) | trail.cited_terms
     unexplained, unexplained_max = _share(q_terms, explained, idf)
     trail_unmatched, _ = _share(t_terms, q_terms, idf) if t_terms else (0.0, 0.0)
@@ -219,8 +220,8 @@ def match_features(
         len(q_terms & t_terms) / union if union else 0.0,
         1.0 if asked and views_conflict(query.polarity, question.polarity) else 0.0,
         1.0 if asked and query.polarity.negations % 2 != question.polarity.negations % 2 else 0.0,
-        sets_differ(set(query.numbers), set(question.numbers)),
-        sets_differ(set(query.identifiers), set(question.identifiers)),
+        sets_differ(query.numbers, question.numbers),
+        sets_differ(query.identifiers, question.identifiers),
         # How much better the cited text covers the query than anything else the tenant holds:
         # a neighbouring setting's question is covered better by its own section.
         coverage - rival if coverage is not None and rival is not None else 0.0,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def identifiers(text: str) -> set[str]:
     return found
 
 
-def sets_differ(x: set[str], y: set[str]) -> float:
+def sets_differ(x: AbstractSet[str], y: AbstractSet[str]) -> float:
     """1 when both mention some and the sets differ, 0.5 when only one mentions any, else 0."""
     if x and y:
         return 0.0 if x == y else 1.0
