@@ -206,6 +206,10 @@ class Trail(models.Model):
     # Prefetch only above this confidence: set when served text went uncited, lowered by later
     # citations (engine/boundary.py). Null: no boundary.
     prefetch_boundary = models.FloatField(null=True, blank=True)
+    # Some recall's offer of this trail was cited and is kept as a positive exemplar
+    # (engine/boundary.py): recall reads the trail's exemplars for a query only then, or when it
+    # has a boundary.
+    has_positives = models.BooleanField(default=False, db_default=False)
 
     objects = ScopedQuerySet.as_manager()
 
@@ -323,15 +327,18 @@ class RecallEvent(models.Model):
     feedback = models.BooleanField(null=True)
     feedback_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # A negative (engine/boundary.py): the trail this recall offered whose sections the following
-    # record left uncited for others, the recall query's embedding and the bar it sets for queries
-    # like it. Null otherwise; gone with the log entry (retention, erasure).
-    negative_for = models.UUIDField(null=True, blank=True)
-    negative_embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
-    # The model that computed ``negative_embedding``: a negative of another model counts for
+    # An exemplar (engine/boundary.py): a labelled recall kept as evidence for the trail it
+    # offered, with the recall query's embedding and the bar it sets for queries like it. A
+    # negative (``exemplar_cited`` false): the following record left the trail's sections uncited
+    # for others. A positive (true): it cited them. Null otherwise; gone with the log entry
+    # (retention, erasure).
+    exemplar_for = models.UUIDField(null=True, blank=True)
+    exemplar_cited = models.BooleanField(null=True, blank=True)
+    exemplar_embedding = VectorField(dimensions=DIMENSIONS, null=True, blank=True)
+    # The model that computed ``exemplar_embedding``: an exemplar of another model counts for
     # nothing until the refresh embeds its query again (services/reembed.py).
-    negative_embedding_model = models.CharField(max_length=100, blank=True, default="", db_default="")
-    negative_bar = models.FloatField(null=True, blank=True)
+    exemplar_embedding_model = models.CharField(max_length=100, blank=True, default="", db_default="")
+    exemplar_bar = models.FloatField(null=True, blank=True)
 
     objects = ScopedQuerySet.as_manager()
 
@@ -344,9 +351,9 @@ class RecallEvent(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="recall_tenant_created"),
             models.Index(fields=["trail", "-created_at"], name="recall_trail_created"),
             models.Index(fields=["tenant", "subject"], name="recall_tenant_subject", condition=~Q(subject="")),
-            # The few recalls that are negatives, by trail (read only for trails with a boundary).
-            models.Index(fields=["tenant", "negative_for"], name="recall_negatives",
-                         condition=Q(negative_for__isnull=False)),
+            # The few recalls that are exemplars, by trail (read only for trails that have some).
+            models.Index(fields=["tenant", "exemplar_for"], name="recall_exemplars",
+                         condition=Q(exemplar_for__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -1,9 +1,11 @@
 """Per-trail prefetch bars, learned from what agents cite: pure functions, no Django.
 
 Every record that names the recall it followed (``recall_id``) is a free label for the trail that
-recall offered: the agent cited what it was given, or it cited other sections. A trail offered (as
-text or as a hint) whose sections went uncited while the record cited others keeps a *negative*:
-that recall's query embedding with a bar at its confidence. The bar is local, vCache-style, a
+recall offered: the agent cited what it was given, or it cited other sections. The labelled recall
+is kept for its trail as an *exemplar*: its query embedding and a bar.
+
+A trail offered (as text or as a hint) whose sections went uncited while the record cited others
+keeps a *negative*: that recall's query embedding with a bar at its confidence. The bar is local, vCache-style, a
 threshold of the cached entry learned from its own outcomes: a later query **like that one**
 (cosine to the negative's query at least ``LOCAL_SIMILARITY``) must beat the bar to be served the
 trail's text (below, a hint with ``reason: "not_cited_before"``); other queries are judged as
@@ -11,6 +13,15 @@ before. A later citation of the trail for a query like it lowers the bar under t
 confidence (``RECOVERY_MARGIN``), and clears the negative once it falls under the tenant's
 prefetch cut. The trail keeps the highest bar of its negatives as ``prefetch_boundary``: a
 confidence above it needs no look at the negatives at all.
+
+A trail offered whose sections the record cited keeps a *positive*: the same query asked again
+(cosine at least ``POSITIVE_SIMILARITY`` to the positive's query) is served the trail's text
+above the positive's bar, just under the confidence it was cited at, even where the tenant's cut
+is higher or prefetch is paused tenant-wide: the trail's own outcome for that question is better
+evidence than the tenant-wide rate (vCache's per-entry threshold). Never under the tenant's hint
+cut, and a negative like the query still holds the trail back. A single label is not a bound:
+one flipped label serves one question's wrong text until a record that cites other sections
+sets a negative beside it.
 """
 
 from __future__ import annotations
@@ -24,12 +35,29 @@ RECOVERY_MARGIN = 0.02
 # (median 0.39); a rewording of the same question does, and 3.7 % of the entry's same-need
 # rewordings sit this close to one of its close-but-different questions.
 LOCAL_SIMILARITY = 0.75
+# A query this close (cosine) to a positive's query asks the same question again. Measured on the
+# calibration sides of the Celery and Python FAQ hard sets (``research.alike_queries``): 1 of 207
+# and 1 of 177 close-but-different questions sit this close to a same-need question of their
+# own item; two rewordings of one Celery question never do (median 0.38), so a positive serves
+# the repeat, not the rewording.
+POSITIVE_SIMILARITY = 0.9
 
 
 def learns_negative(*, decided_outcome: str, label: bool | None, cited_any: bool) -> bool:
     """Whether a labelled recall sets a negative: its trail was offered (prefetch or hint), none of
     the offered sections was cited, and the record cited other sections."""
     return label is False and cited_any and decided_outcome in ("prefetch", "hint")
+
+
+def learns_positive(*, decided_outcome: str, label: bool | None, cited_trail: bool) -> bool:
+    """Whether a labelled recall sets a positive: its trail was offered (prefetch or hint) and the
+    record cited some of that trail's own sections (not only a merged trail's)."""
+    return label is True and cited_trail and decided_outcome in ("prefetch", "hint")
+
+
+def positive_bar(confidence: float) -> float:
+    """The bar a positive sets: just under the confidence its offer was cited at."""
+    return min(1.0, max(0.0, confidence - RECOVERY_MARGIN))
 
 
 def negative_bar(confidence: float) -> float:
@@ -55,6 +83,36 @@ def local_bar(negatives: Iterable[tuple[float, float]]) -> float | None:
     the highest among those like it; None when none is."""
     bars = [bar for cosine, bar in negatives if alike(cosine)]
     return max(bars) if bars else None
+
+
+def cited_bar(positives: Iterable[tuple[float, float]]) -> float | None:
+    """The bar above which the trail's text may be served for a query, from (cosine to the
+    positive's query, bar) of a trail's positives: the lowest among those asking the same
+    question again; None when none does."""
+    bars = [bar for cosine, bar in positives if cosine is not None and cosine >= POSITIVE_SIMILARITY]
+    return min(bars) if bars else None
+
+
+def exemplar_bars(exemplars: Iterable[tuple[float, float, bool]], *,
+                  boundary: float | None) -> tuple[float | None, float | None]:
+    """A trail's (boundary, cited bar) for a query from its exemplars (cosine to the query, bar,
+    cited): the negatives like it set the boundary (the trail-wide ``boundary`` when it has no
+    negatives at all), the positives asking it again the cited bar."""
+    rows = list(exemplars)
+    negatives = [(cosine, bar) for cosine, bar, cited in rows if not cited]
+    positives = [(cosine, bar) for cosine, bar, cited in rows if cited]
+    return (local_bar(negatives) if negatives else boundary), cited_bar(positives)
+
+
+def prefetch_cut(*, prefetch_confidence: float, hint_confidence: float, paused: bool,
+                 cited: float | None) -> float | None:
+    """The confidence a trail's text needs for a query: the tenant's cut, lowered to the trail's
+    cited bar for the question it was cited for (never under the hint cut); None when prefetch is
+    paused tenant-wide and no positive speaks for the trail."""
+    if cited is not None:
+        own = max(cited, hint_confidence)
+        return own if paused else min(prefetch_confidence, own)
+    return None if paused else prefetch_confidence
 
 
 def boundary_after(*, boundary: float | None, confidence: float, cited: bool,

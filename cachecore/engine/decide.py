@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from cachecore.engine.boundary import CONFIDENCE_DECIMALS, blocks_prefetch
+from cachecore.engine.boundary import CONFIDENCE_DECIMALS, blocks_prefetch, prefetch_cut
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.evidence import Idf, TextEvidence, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
@@ -136,8 +136,11 @@ class Candidate:
     query_normalised: str
     steps: Any = field(default_factory=list, compare=False, repr=False)
     cited: tuple[Cited, ...] = ()
-    # The trail's prefetch boundary learned from uncited prefetches (engine/boundary.py).
+    # The trail's prefetch boundary learned from uncited offers (engine/boundary.py).
     boundary: float | None = None
+    # The bar its positives set for this query: its offer was cited for the same question before,
+    # so its text is served above this bar (engine/boundary.py). None: no such positive.
+    cited_bar: float | None = None
     # Found through the sections that cover the query best (selectors.rivals), not among the
     # nearest questions: the cited text is similar enough, whatever the questions' cosine.
     via_sections: bool = False
@@ -318,7 +321,11 @@ def decide(
     best = confident[0]
     # The very same question answered before is not in doubt, whatever else comes close.
     same_question = best.candidate.query_normalised == query
-    rival = None if same_question else next(
+    best_cut = _cut(policy, best)
+    # A trail cited before for this very question is not in doubt either: the agent chose it
+    # over whatever else came close.
+    cited_before = best_cut is not None and best.candidate.cited_bar is not None and best.confidence >= best_cut
+    rival = None if same_question or cited_before else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
          and _cite_other_sections(best, s)), None)
     escalated = best.coverage is not None and best.coverage < policy.coverage_floor
@@ -336,13 +343,13 @@ def decide(
         reason = Reason.COVERAGE_PENDING
     elif rival is not None:
         reason = Reason.AMBIGUOUS
-    elif best.confidence < policy.prefetch_confidence:
+    elif best.confidence < (policy.prefetch_confidence if best_cut is None else best_cut):
         reason = Reason.LOW_CONFIDENCE
     elif blocks_prefetch(best.candidate.boundary, best.confidence):
         reason = Reason.NOT_CITED_BEFORE
     elif escalated:
         reason = Reason.LOW_COVERAGE
-    elif policy.prefetch_paused:
+    elif best_cut is None:
         reason = Reason.PREFETCH_PAUSED
     else:
         reason = Reason.MATCH
@@ -369,10 +376,25 @@ def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: b
     that are themselves confident enough for what is served, without a polarity conflict."""
     if not policy.merge_trails:
         return []
-    floor = policy.prefetch_confidence if prefetch else policy.hint_confidence
     return [s for s in rest if s.candidate.similarity >= best.candidate.similarity - policy.merge_margin
-            and s.confidence >= floor and s.polarity is None
-            and not (prefetch and blocks_prefetch(s.candidate.boundary, s.confidence))]
+            and s.polarity is None and _confident_for(policy, s, prefetch=prefetch)]
+
+
+def _cut(policy: Policy, scored: Scored) -> float | None:
+    """The confidence this candidate's text needs (engine/boundary.prefetch_cut); None: none
+    will do, prefetch is paused and nothing speaks for the trail."""
+    return prefetch_cut(prefetch_confidence=policy.prefetch_confidence, hint_confidence=policy.hint_confidence,
+                        paused=policy.prefetch_paused, cited=scored.candidate.cited_bar)
+
+
+def _confident_for(policy: Policy, scored: Scored, *, prefetch: bool) -> bool:
+    """Whether a candidate is confident enough to join what is served: its own prefetch cut
+    and bar for text, the hint cut for a hint."""
+    if not prefetch:
+        return scored.confidence >= policy.hint_confidence
+    cut = _cut(policy, scored)
+    return (cut is not None and scored.confidence >= cut
+            and not blocks_prefetch(scored.candidate.boundary, scored.confidence))
 
 
 def _fill(decision: RecallDecision, best: Scored, others: Sequence[Scored], budget: int) -> None:

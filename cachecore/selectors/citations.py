@@ -15,7 +15,7 @@ from cachecore.engine.decide import Cited
 from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
-from cachecore.selectors.recalls import negatives_sql
+from cachecore.selectors.recalls import exemplars_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
 
@@ -39,14 +39,16 @@ def _visibility_sql(caller: Caller, scope: str | None) -> tuple[str, list[object
 def candidate_laterals_sql(*, caller: Caller, scope: str, terms: list[str],
                            trail: str) -> tuple[str, str, list[object]]:
     """What each candidate row of a recall read joins laterally, for the candidate aliased
-    ``trail``: its negatives (``recalls.negatives_sql``, read only when it has a boundary) and
+    ``trail``: its exemplars (``recalls.exemplars_sql``, read only when it has a boundary or
+    positives) and
     its cited sections with their coverage (``cited_sql``), with their parameters in that order
     (``recall_snapshot.candidates_from_rows`` reads the rows)."""
-    negatives, negative_params = negatives_sql(tenant=caller.tenant, trail=f"{trail}.id",
-                                               only_if=f"{trail}.prefetch_boundary IS NOT NULL")
+    exemplars, exemplar_params = exemplars_sql(
+        tenant=caller.tenant, trail=f"{trail}.id",
+        only_if=f"{trail}.prefetch_boundary IS NOT NULL OR {trail}.has_positives")
     cited, cited_params = cited_sql(caller=caller, scope=scope, query_terms=terms, with_coverage=True,
                                     trails=f"c.trail_id = {trail}.id")
-    return negatives, cited, [*negative_params, *cited_params]
+    return exemplars, cited, [*exemplar_params, *cited_params]
 
 
 def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with_coverage: bool,

@@ -127,7 +127,7 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
         # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index and computes
         # each distance once (sorting by a second copy of the expression costs ~20%).
         return "", (
-            "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+            "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary, t.has_positives "
             "FROM (SELECT id, distance, query_normalised "
             f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} AS distance, query_normalised FROM cachecore_trail "
             f"{where} OFFSET 0) s ORDER BY distance LIMIT {limit}) n "
@@ -135,7 +135,7 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
         ), params
     return (
         f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {_HNSW_EF_SEARCH}; ",
-        "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary "
+        "SELECT n.id, n.distance, n.query_normalised, t.steps, t.prefetch_boundary, t.has_positives "
         f"FROM (SELECT id, embedding <=> {QUERY_VECTOR} "
         f"AS distance, query_normalised FROM cachecore_trail {where} ORDER BY embedding <=> {QUERY_VECTOR} "
         f"LIMIT {limit}) n JOIN cachecore_trail t ON t.tenant_id = %s AND t.id = n.id",
@@ -143,8 +143,9 @@ def candidates_sql(*, tenant: Tenant, scope: str, limit: int) -> tuple[str, str,
     )
 
 
-# Columns of a candidates_sql row.
-CANDIDATE_COLUMNS = 5
+# Columns of a candidates_sql row (the last, whether the trail has positives, is for the
+# exemplars' read: ``citations.candidate_laterals_sql``).
+CANDIDATE_COLUMNS = 6
 
 
 def candidate_from_row(row: Sequence[object]) -> Candidate:

@@ -1,10 +1,10 @@
 """Everything a recall reads, in one statement (one snapshot, one round trip): the nearest
 trails of the scope, each one's cited sections as they are now (hash, text, the query's
-terms, coverage by their chunks, whether the recall's scope may see them), the bar its
-negatives set for this query, and the tenant's document frequencies of the query's terms.
+terms, coverage by their chunks, whether the recall's scope may see them), the bars its
+exemplars set for this query, and the tenant's document frequencies of the query's terms.
 
 The statement is composed of each entity's own read (``nearest.candidates_sql``,
-``citations.cited_sql``, ``recalls.negatives_sql``, ``sections.term_frequencies_sql``), so a
+``citations.cited_sql``, ``recalls.exemplars_sql``, ``sections.term_frequencies_sql``), so a
 rule lives in one place; the query's vector is sent once (``nearest.QUERY_VECTOR_CTE``)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from cachecore.selectors.nearest import (
     candidate_from_row,
     candidates_sql,
 )
-from cachecore.selectors.recalls import bar_from_negatives
+from cachecore.selectors.recalls import EXEMPLAR_COLUMNS, bars_from_exemplars
 from cachecore.selectors.rivals import CITING_PER_SECTION, EXACT_MAX_CHUNKS, Covering, covering_sql
 from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
 from tenants.caller import Caller
@@ -36,7 +36,7 @@ from tenants.caller import Caller
 @dataclass(frozen=True)
 class RecallSnapshot:
     """The candidates best first, each with its cited sections (in citation order) and, for a
-    trail with a boundary, the bar its negatives set for this query; the tenant's section count
+    trail with exemplars, the bars they set for this query; the tenant's section count
     and how many sections hold each of the query's terms (both 0/empty without candidates)."""
 
     candidates: list[Candidate]
@@ -53,14 +53,14 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
     tenant = caller.tenant
     settings_sql, candidates, candidate_params = candidates_sql(tenant=tenant, scope=scope, limit=limit)
     frequencies, frequency_params = term_frequencies_sql(tenant=tenant, terms=terms)
-    # Only trails whose text went uncited before have a boundary: the others skip the index.
-    negatives, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms, trail="cand")
+    # Only trails with a boundary or positives have exemplars: the others skip the index.
+    exemplars, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms, trail="cand")
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
         "SELECT cand.id, cand.distance, cand.query_normalised, cand.steps, cand.prefetch_boundary, "
-        "neg.cosines, neg.bars, tf.terms, tf.sections, cit.* FROM cand "
+        "cand.has_positives, ex.cosines, ex.bars, ex.cited, tf.terms, tf.sections, cit.* FROM cand "
         f"CROSS JOIN ({frequencies}) tf "
-        f"CROSS JOIN LATERAL ({negatives}) neg "
+        f"CROSS JOIN LATERAL ({exemplars}) ex "
         f"LEFT JOIN LATERAL ({cited}) cit ON true "
         "ORDER BY cand.distance, cand.id, cit.position"
     )
@@ -68,9 +68,10 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
     rows = _execute(settings_sql, statement, params)
     if not rows:
         return RecallSnapshot([])
-    # Each row: the candidate, its negatives, the term frequencies, one cited section.
-    found = candidates_from_rows(rows, at=0, cited_at=CANDIDATE_COLUMNS + 4)
-    sections, df = term_frequencies_from_row(rows[0][CANDIDATE_COLUMNS + 2], rows[0][CANDIDATE_COLUMNS + 3])
+    # Each row: the candidate, its exemplars, the term frequencies, one cited section.
+    tf_at = CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS
+    found = candidates_from_rows(rows, at=0, cited_at=tf_at + 2)
+    sections, df = term_frequencies_from_row(rows[0][tf_at], rows[0][tf_at + 1])
     return RecallSnapshot(found, sections, df)
 
 
@@ -78,9 +79,9 @@ def candidates_from_rows(rows: list[tuple[Any, ...]], *, at: int, cited_at: int,
                          via_sections: bool = False) -> list[Candidate]:
     """The candidates of a read with one row per citation (a candidate's rows together): from
     column ``at`` the candidate's columns (``nearest.candidate_from_row``; NULL: no candidate in
-    this row) and its negatives' two arrays, from ``cited_at`` one cited section's
+    this row) and its exemplars' three arrays, from ``cited_at`` one cited section's
     (``citations.cited_from_row``; NULLs for a trail without citations). Best cosine first; a
-    trail with a boundary gets the bar its negatives set for this query."""
+    trail with exemplars gets the bars they set for this query (``recalls.bars_from_exemplars``)."""
     order: dict[str, Candidate] = {}
     cited_by: dict[str, list[Cited]] = {}
     for row in rows:
@@ -89,11 +90,9 @@ def candidates_from_rows(rows: list[tuple[Any, ...]], *, at: int, cited_at: int,
         trail_id = str(row[at])
         if trail_id not in order:
             candidate = candidate_from_row(row[at:at + CANDIDATE_COLUMNS])
-            if candidate.boundary is not None:
-                bar = bar_from_negatives(row[at + CANDIDATE_COLUMNS], row[at + CANDIDATE_COLUMNS + 1],
-                                         boundary=candidate.boundary)
-                candidate = replace(candidate, boundary=bar)
-            order[trail_id] = replace(candidate, via_sections=via_sections)
+            boundary, cited = bars_from_exemplars(row[at + CANDIDATE_COLUMNS:at + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS],
+                                                  boundary=candidate.boundary)
+            order[trail_id] = replace(candidate, boundary=boundary, cited_bar=cited, via_sections=via_sections)
             cited_by[trail_id] = []
         if row[cited_at] is not None:
             cited_by[trail_id].append(cited_from_row(row[cited_at:cited_at + CITED_COLUMNS], with_coverage=True))
@@ -107,7 +106,7 @@ def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str]
                     citing_per_section: int = CITING_PER_SECTION) -> Covering:
     """The second read of a recall (``rivals.covering_sql``): the sections covering the query
     best, and the trails citing the best few that the first read did not find (``exclude``),
-    with their cited sections and negatives. One statement, run as the first one is."""
+    with their cited sections and exemplars. One statement, run as the first one is."""
     settings_sql, statement, params = covering_sql(caller=caller, scope=scope, terms=terms, threshold=threshold,
                                                    exclude=exclude, exact_max_chunks=exact_max_chunks,
                                                    citing_per_section=citing_per_section)
@@ -115,8 +114,8 @@ def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str]
     if not rows:
         return Covering()
     ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
-    # Each row after those three: a citing trail, its negatives, one of its cited sections.
-    found = candidates_from_rows(rows, at=3, cited_at=3 + CANDIDATE_COLUMNS + 2, via_sections=True)
+    # Each row after those three: a citing trail, its exemplars, one of its cited sections.
+    found = candidates_from_rows(rows, at=3, cited_at=3 + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS, via_sections=True)
     # Best first: an id held by sections of two namespaces counts once, at its best.
     best: dict[str, float] = {}
     for section_id, cosine in zip(ids, cosines):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,10 +13,10 @@ from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.boundary import local_bar
+from cachecore.engine.boundary import exemplar_bars
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
-from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
+from cachecore.selectors.nearest import QUERY_VECTOR, vector_literal
 from cachecore.selectors.stats import recall_counts
 from tenants.caller import Caller, require_superuser
 from tenants.models import Tenant
@@ -111,48 +112,39 @@ class Negative:
 def trail_negatives(*, tenant: Tenant, trail_id: object, query_embedding: Any = None) -> list[Negative]:
     """A trail's negatives, each with its query's cosine to ``query_embedding``."""
     model = get_embedder().version
+    where = ("WHERE tenant_id = %s AND exemplar_for = %s AND exemplar_embedding_model = %s "
+             "AND exemplar_cited IS NOT TRUE")
     with connection.cursor() as cur:
         if query_embedding is None:
-            cur.execute("SELECT id, negative_bar, NULL FROM cachecore_recallevent "
-                        "WHERE tenant_id = %s AND negative_for = %s AND negative_embedding_model = %s",
+            cur.execute(f"SELECT id, exemplar_bar, NULL FROM cachecore_recallevent {where}",
                         [tenant.pk, str(trail_id), model])
         else:
-            cur.execute("SELECT id, negative_bar, 1 - (negative_embedding <=> %s::vector) FROM cachecore_recallevent "
-                        "WHERE tenant_id = %s AND negative_for = %s AND negative_embedding_model = %s",
-                        [vector_literal(query_embedding), tenant.pk, str(trail_id), model])
+            cur.execute(f"SELECT id, exemplar_bar, 1 - (exemplar_embedding <=> %s::vector) FROM cachecore_recallevent "
+                        f"{where}", [vector_literal(query_embedding), tenant.pk, str(trail_id), model])
         return [Negative(r[0], float(r[1]), None if r[2] is None else float(r[2])) for r in cur.fetchall()]
 
 
-def negatives_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple[str, list[object]]:
-    """A trail's negatives as a SELECT of one row (each negative's cosine to the query, and
-    its bar, as two arrays; NULL when it has none) for a statement that defines
-    ``QUERY_VECTOR_CTE``: ``trail`` is the SQL of the trail's id; the index is not read at all
-    unless the SQL condition ``only_if`` holds. On the partial index."""
-    return ("SELECT array_agg(1 - (negative_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
-            "array_agg(negative_bar) AS bars FROM cachecore_recallevent "
-            f"WHERE ({only_if}) AND tenant_id = %s AND negative_for = {trail} "
-            "AND negative_embedding_model = %s"), [tenant.pk, get_embedder().version]
+# Columns of an exemplars_sql row.
+EXEMPLAR_COLUMNS = 3
 
 
-def bar_from_negatives(cosines: list[float] | None, bars: list[float] | None, *,
-                       boundary: float | None) -> float | None:
-    """The bar a trail with ``boundary`` sets for the query, from its negatives (a
-    negatives_sql row): the trail-wide boundary when it has none, else ``local_bar``."""
+def exemplars_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple[str, list[object]]:
+    """A trail's exemplars (negatives and positives) as a SELECT of one row of three arrays
+    (each exemplar's cosine to the query, its bar, whether it was cited; NULL when it has none)
+    for a statement that defines ``QUERY_VECTOR_CTE``: ``trail`` is the SQL of the trail's id;
+    the index is not read at all unless the SQL condition ``only_if`` holds. On the partial
+    index."""
+    return ("SELECT array_agg(1 - (exemplar_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
+            "array_agg(exemplar_bar) AS bars, array_agg(exemplar_cited IS TRUE) AS cited FROM cachecore_recallevent "
+            f"WHERE ({only_if}) AND tenant_id = %s AND exemplar_for = {trail} "
+            "AND exemplar_embedding_model = %s"), [tenant.pk, get_embedder().version]
+
+
+def bars_from_exemplars(row: Sequence[Any], *, boundary: float | None) -> tuple[float | None, float | None]:
+    """A trail's (boundary, cited bar) for the query from an exemplars_sql row
+    (engine.boundary.exemplar_bars): the trail-wide ``boundary`` and no cited bar when the row
+    holds none."""
+    cosines, bars, cited = row
     if not cosines or not bars:
-        return boundary
-    return local_bar(zip(cosines, bars))
-
-
-def negative_bars(*, tenant: Tenant, trail_ids: list[str], embedding: Any) -> dict[str, float | None]:
-    """For trails with a boundary: the bar their negatives set for a query with ``embedding``
-    (engine.boundary.local_bar), None when no negative is like it. Trails without any negative
-    are left out (their boundary is trail-wide). One statement, on the partial index."""
-    if not trail_ids:
-        return {}
-    select, params = negatives_sql(tenant=tenant, trail="t.id")
-    with connection.cursor() as cur:
-        cur.execute(
-            f"WITH {QUERY_VECTOR_CTE} SELECT t.id, n.cosines, n.bars FROM unnest(%s::uuid[]) AS t(id) "
-            f"CROSS JOIN LATERAL ({select}) n WHERE n.cosines IS NOT NULL",
-            [vector_literal(embedding), [str(t) for t in trail_ids], *params])
-        return {str(r[0]): local_bar(zip(r[1], r[2])) for r in cur.fetchall()}
+        return boundary, None
+    return exemplar_bars(zip(cosines, bars, cited), boundary=boundary)

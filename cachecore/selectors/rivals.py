@@ -72,7 +72,7 @@ class Covering:
     """What the sections covering a query say: the best of them (section id, best cosine), best
     first (an id once, at its best, when sections of two namespaces share it), and the trails
     citing the best few (candidates found through their sections, with their cited sections and
-    their negatives' bar, as the snapshot reads them)."""
+    their exemplars' bars, as the snapshot reads them)."""
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -95,12 +95,12 @@ def covering_sql(
     active, unexpired trails of the scope (current model) other than ``exclude`` that cite one of
     the best ``route`` sections whose cosine reaches ``threshold`` (among the first
     ``citing_per_section`` citations of each), nearest question first, each
-    with its cited sections (``citations.candidate_laterals_sql``: ``cited_sql`` and ``recalls.negatives_sql``).
+    with its cited sections (``citations.candidate_laterals_sql``: ``cited_sql`` and ``recalls.exemplars_sql``).
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
     large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
     what it holds must not shape another scope's answer. Its rows: the best sections' ids and
     cosines and the pending count (every row), then a citing trail's candidate columns, its
-    negatives and one of its cited sections (``recall_snapshot.candidates_from_rows``)."""
+    exemplars and one of its cited sections (``recall_snapshot.candidates_from_rows``)."""
     tenant = caller.tenant
     model = get_embedder().version
     # Placeholders in the order the SQL spells them: tenant-wide first, then the scope.
@@ -140,12 +140,13 @@ def covering_sql(
         "WHERE c.tenant_id = %s AND c.section_id = r.external_id AND c.section_namespace = r.namespace "
         f"LIMIT {int(citing_per_section)}) c) ids "
         f"CROSS JOIN LATERAL (SELECT t.id, t.embedding <=> {QUERY_VECTOR} AS distance, t.query_normalised, t.steps, "
-        "t.prefetch_boundary FROM cachecore_trail t WHERE t.tenant_id = %s AND t.id = ids.trail_id AND t.scope = %s "
+        "t.prefetch_boundary, t.has_positives FROM cachecore_trail t "
+        "WHERE t.tenant_id = %s AND t.id = ids.trail_id AND t.scope = %s "
         "AND t.status = 'active' AND (t.expires_at > %s) IS TRUE AND t.embedding_model = %s "
         "AND NOT (t.id = ANY(%s::uuid[])) OFFSET 0) t OFFSET 0) f "
         f"ORDER BY distance LIMIT {int(route)})"
     )
-    negatives, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms,
+    exemplars, cited, lateral_params = candidate_laterals_sql(caller=caller, scope=scope, terms=terms,
                                                               trail="citing")
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
@@ -154,8 +155,8 @@ def covering_sql(
         "(SELECT count(*) FROM (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
         f"AND p.text IS NOT NULL LIMIT {int(PENDING_COUNT_CAP)}) p), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
-        "neg.cosines, neg.bars, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
-        f"LEFT JOIN LATERAL ({negatives}) neg ON true LEFT JOIN LATERAL ({cited}) cit ON true "
+        "citing.has_positives, ex.cosines, ex.bars, ex.cited, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
+        f"LEFT JOIN LATERAL ({exemplars}) ex ON true LEFT JOIN LATERAL ({cited}) cit ON true "
         "ORDER BY citing.distance, citing.id, cit.position"
     )
     params: list[object] = [

@@ -25,8 +25,9 @@ class RefreshResult:
     # Trails whose question text retention already removed: they cannot be embedded again and
     # stay unmatched until they expire.
     redacted_left: int
-    # Recall-log negatives embedded again from their query (those without one are dropped).
-    negatives: int = 0
+    # Recall-log exemplars (negatives and positives) embedded again from their query (those
+    # without one are dropped).
+    exemplars: int = 0
 
 
 def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) -> RefreshResult:
@@ -56,25 +57,26 @@ def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) ->
             break
         section_chunks_compute(section_pks=pks)
         sections += len(pks)
-    negatives = 0
+    exemplars = 0
     while max_batches is None or done < max_batches:
         done += 1
         with transaction.atomic():
             events = list(RecallEvent.objects.select_for_update(skip_locked=True)
-                          .filter(negative_for__isnull=False).exclude(negative_embedding_model=version)
+                          .filter(exemplar_for__isnull=False).exclude(exemplar_embedding_model=version)
                           .only("id", "query")[:batch])
             if not events:
                 break
-            # A negative is local to its recall's query: embedded again from it, or, when the
-            # query is gone (redacted), dropped (its trail keeps its boundary, trail-wide).
+            # An exemplar is local to its recall's query: embedded again from it, or, when the
+            # query is gone (redacted), dropped (a negative's trail keeps its boundary, trail-wide).
             gone = [e.pk for e in events if not normalise_query(e.query or "")]
             kept = [e for e in events if e.pk not in set(gone)]
             for event, vector in zip(kept, embedder.embed([normalise_query(e.query) for e in kept])):
-                event.negative_embedding, event.negative_embedding_model = vector, version
-            RecallEvent.objects.bulk_update(kept, ["negative_embedding", "negative_embedding_model"])
-            RecallEvent.objects.filter(pk__in=gone).update(negative_for=None, negative_embedding=None,
-                                                           negative_bar=None, negative_embedding_model="")
-            negatives += len(events)
+                event.exemplar_embedding, event.exemplar_embedding_model = vector, version
+            RecallEvent.objects.bulk_update(kept, ["exemplar_embedding", "exemplar_embedding_model"])
+            RecallEvent.objects.filter(pk__in=gone).update(
+                exemplar_for=None, exemplar_cited=None, exemplar_embedding=None, exemplar_bar=None,
+                exemplar_embedding_model="")
+            exemplars += len(events)
     redacted = Trail.objects.exclude(embedding_model=version).filter(query_normalised="").count()
     return RefreshResult(model=version, trails=trails, sections=sections, redacted_left=redacted,
-                         negatives=negatives)
+                         exemplars=exemplars)

@@ -17,7 +17,9 @@ from cachecore.engine.boundary import (
     bar_after_citation,
     boundary_after,
     learns_negative,
+    learns_positive,
     negative_bar,
+    positive_bar,
 )
 from cachecore.engine.outcome import SectionState, section_state
 from cachecore.engine.text import normalise_query
@@ -149,7 +151,7 @@ def trail_record(
                 # own unbiased choice.
                 recalled = normalise_query(recall_event.query) if recall_event.query else ""
                 trail_label_learn(
-                    tenant=tenant, event=recall_event, label=label, cited_any=bool(cited),
+                    tenant=tenant, event=recall_event, label=label, cited=cited_set,
                     query_embedding=(embedding if recalled == normalised else
                                      embedder.embed_query(recalled, tenant=tenant.pk, subject=recall_event.subject)
                                      if recalled else None))
@@ -179,31 +181,48 @@ def decided_trail(event: RecallEvent) -> str | None:
     return str(event.trail_id) if event.trail_id else None
 
 
-def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited_any: bool,
+def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited: set[str],
                       query_embedding: Any) -> None:
-    """What one labelled recall teaches its trail (engine/boundary.py): a negative kept on the
-    recall's log entry, or a citation that lowers the bars of the negatives like it. Without the
-    recall's query (redacted) a negative has nothing to be local to and is not kept."""
+    """What one labelled recall teaches its trail (engine/boundary.py), kept on the recall's log
+    entry as an exemplar: a negative when the offer went uncited for other sections; when the
+    trail's own sections were cited, a positive for the same question asked again, and the bars of
+    the negatives like it lowered. Without the recall's query (redacted) an exemplar has nothing
+    to be local to and is not kept."""
     trail_id = decided_trail(event)
     if trail_id is None or event.confidence is None:
         return
-    if learns_negative(decided_outcome=_decided_outcome(event), label=label, cited_any=cited_any):
-        if query_embedding is None:
+    outcome = _decided_outcome(event)
+    if learns_negative(decided_outcome=outcome, label=label, cited_any=bool(cited)):
+        if query_embedding is not None:
+            _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=False,
+                           bar=negative_bar(event.confidence), embedding=query_embedding)
+        return
+    if not label:
+        return
+    trail_boundary_learn(tenant=tenant, trail_id=trail_id, confidence=event.confidence, cited=True,
+                         query_embedding=query_embedding)
+    own = Citation.objects.filter(tenant=tenant, trail_id=trail_id, section_id__in=list(cited)).exists()
+    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label, cited_trail=own):
+        _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=True,
+                       bar=positive_bar(event.confidence), embedding=query_embedding)
+
+
+def _exemplar_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, cited: bool, bar: float,
+                   embedding: Any) -> None:
+    """Keep ``event`` as an exemplar of its trail, the trail locked: a negative raises the trail's
+    boundary to its bar, a positive marks the trail as having positives."""
+    with transaction.atomic():
+        trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only(
+            "pk", "prefetch_boundary", "has_positives").first()
+        if trail is None:
             return
-        bar = negative_bar(event.confidence)
-        with transaction.atomic():
-            trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only(
-                "pk", "prefetch_boundary").first()
-            if trail is None:
-                return
-            RecallEvent.objects.filter(tenant=tenant, pk=event.pk).update(
-                negative_for=trail.pk, negative_embedding=query_embedding, negative_bar=bar,
-                negative_embedding_model=get_embedder().version)
-            if trail.prefetch_boundary is None or bar > trail.prefetch_boundary:
-                Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=bar)
-    elif label:
-        trail_boundary_learn(tenant=tenant, trail_id=trail_id, confidence=event.confidence, cited=True,
-                             query_embedding=query_embedding)
+        RecallEvent.objects.filter(tenant=tenant, pk=event.pk).update(
+            exemplar_for=trail.pk, exemplar_cited=cited, exemplar_embedding=embedding, exemplar_bar=bar,
+            exemplar_embedding_model=get_embedder().version)
+        if cited and not trail.has_positives:
+            Trail.objects.filter(pk=trail.pk).update(has_positives=True)
+        elif not cited and (trail.prefetch_boundary is None or bar > trail.prefetch_boundary):
+            Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=bar)
 
 
 def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool,
@@ -231,9 +250,10 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
                 lowered[neg.recall_id] = bar
         if cleared:
             RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(
-                negative_for=None, negative_embedding=None, negative_bar=None, negative_embedding_model="")
+                exemplar_for=None, exemplar_cited=None, exemplar_embedding=None, exemplar_bar=None,
+                exemplar_embedding_model="")
         for recall_id, bar in lowered.items():
-            RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(negative_bar=bar)
+            RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(exemplar_bar=bar)
         left = [lowered.get(n.recall_id, n.bar) for n in negatives if n.recall_id not in cleared]
         # A boundary without negatives (from before negatives were kept) falls as one did.
         boundary = max(left) if left else (

@@ -2,6 +2,8 @@
 record leaves uncited for others gets a bar for queries like that one; other queries are served
 as before, and a citation for a query like it brings the bar down."""
 
+import pytest
+
 from cachecore.engine.boundary import RECOVERY_MARGIN
 from cachecore.models import RecallEvent, Trail
 
@@ -28,7 +30,7 @@ def test_an_uncited_offer_raises_the_bar_for_queries_like_it_only(caller):
     # The agent answered from the log section (its record is pending: it labels, never serves).
     caller.record(query=NEAR_MISS, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
     event = RecallEvent.objects.get(pk=first["recall_id"])
-    assert str(event.negative_for) == trail and event.negative_bar == first["confidence"]
+    assert str(event.exemplar_for) == trail and event.exemplar_bar == first["confidence"]
     assert Trail.objects.get(pk=trail).prefetch_boundary == first["confidence"]
 
     # The near miss itself asked again scores exactly its bar (as logged): held back too.
@@ -44,7 +46,7 @@ def test_an_uncited_offer_raises_the_bar_for_queries_like_it_only(caller):
     # The agent read the hinted section after all and cited it: the bar for queries like that
     # one falls under that confidence, and the next one is served.
     caller.record(query=NEAR_MISS_AGAIN, cited=["doc#config"], recall_id=again["recall_id"], accepted=None)
-    lowered = RecallEvent.objects.get(pk=first["recall_id"]).negative_bar
+    lowered = RecallEvent.objects.get(pk=first["recall_id"]).exemplar_bar
     assert abs(lowered - (again["confidence"] - RECOVERY_MARGIN)) < 1e-3
     assert Trail.objects.get(pk=trail).prefetch_boundary == lowered
     assert caller.recall(NEAR_MISS_AGAIN)["outcome"] == "prefetch"
@@ -56,7 +58,7 @@ def test_an_uncited_hint_is_a_negative_too_and_a_citation_under_the_cut_clears_i
     hinted = caller.recall(NEAR_MISS)
     assert (hinted["outcome"], hinted["trail_id"]) == ("hint", trail)  # under the default cut
     caller.record(query=NEAR_MISS, cited=["doc#logging"], recall_id=hinted["recall_id"], accepted=None)
-    assert str(RecallEvent.objects.get(pk=hinted["recall_id"]).negative_for) == trail
+    assert str(RecallEvent.objects.get(pk=hinted["recall_id"]).exemplar_for) == trail
     assert Trail.objects.get(pk=trail).prefetch_boundary == hinted["confidence"]
     # The trail's own question is nowhere near the bar: still served.
     assert caller.recall(QUERY)["outcome"] == "prefetch"
@@ -64,11 +66,11 @@ def test_an_uncited_hint_is_a_negative_too_and_a_citation_under_the_cut_clears_i
     like = caller.recall(NEAR_MISS_AGAIN)
     caller.record(query=NEAR_MISS_AGAIN, cited=["doc#config"], recall_id=like["recall_id"], accepted=None)
     event = RecallEvent.objects.get(pk=hinted["recall_id"])
-    assert event.negative_for is None and event.negative_embedding is None
+    assert event.exemplar_for is None and event.exemplar_embedding is None
     assert Trail.objects.get(pk=trail).prefetch_boundary is None
 
 
-def test_a_record_that_cites_the_offered_sections_or_follows_a_miss_sets_no_negative(caller):
+def test_a_record_that_cites_the_offered_sections_sets_a_positive_and_one_after_a_miss_nothing(caller):
     caller.upsert(TEXT)
     caller.record(query=QUERY, cited=["doc#config"])
     served = caller.recall(QUERY)
@@ -76,4 +78,8 @@ def test_a_record_that_cites_the_offered_sections_or_follows_a_miss_sets_no_nega
     miss = caller.recall("What is the refund policy?")
     caller.record(query="What is the refund policy?", cited=["doc#logging"], recall_id=miss["recall_id"],
                   accepted=None)
-    assert not RecallEvent.objects.filter(tenant=caller.tenant, negative_for__isnull=False).exists()
+    kept = list(RecallEvent.objects.filter(tenant=caller.tenant, exemplar_for__isnull=False))
+    assert [(str(e.pk), str(e.exemplar_for), e.exemplar_cited) for e in kept] == [
+        (served["recall_id"], served["trail_id"], True)]
+    assert kept[0].exemplar_bar == pytest.approx(served["confidence"] - RECOVERY_MARGIN)
+    assert Trail.objects.get(pk=served["trail_id"]).prefetch_boundary is None

@@ -42,3 +42,29 @@ def test_a_citation_lowers_the_bar_under_it_and_clears_it_under_the_cut():
     assert boundary_after(boundary=0.9, confidence=0.95, cited=False, prefetch_confidence=0.8) == 0.95
     assert boundary_after(boundary=None, confidence=0.9, cited=True, prefetch_confidence=0.8) is None
     assert boundary_after(boundary=0.95, confidence=0.81, cited=True, prefetch_confidence=0.8) is None
+
+
+def test_positives_set_a_cited_bar_only_for_the_same_question_and_negatives_still_bound():
+    from cachecore.engine.boundary import POSITIVE_SIMILARITY, exemplar_bars, positive_bar
+
+    assert positive_bar(0.5) == 0.5 - RECOVERY_MARGIN and positive_bar(0.01) == 0.0
+    # A positive under the similarity it needs is no evidence for this query.
+    assert exemplar_bars([(POSITIVE_SIMILARITY - 0.01, 0.4, True)], boundary=None) == (None, None)
+    assert exemplar_bars([(0.97, 0.4, True), (0.95, 0.3, True)], boundary=None) == (None, 0.3)
+    # A negative like the query sets the boundary beside the positive; one unlike it does not.
+    assert exemplar_bars([(0.97, 0.4, True), (0.8, 0.6, False)], boundary=0.6) == (0.6, 0.4)
+    assert exemplar_bars([(0.97, 0.4, True), (0.5, 0.6, False)], boundary=0.6) == (None, 0.4)
+    # Only positives: the trail-wide boundary (from before negatives were kept) stands.
+    assert exemplar_bars([(0.97, 0.4, True)], boundary=0.7) == (0.7, 0.4)
+
+
+def test_the_prefetch_cut_a_cited_bar_lowers_and_a_pause_withholds():
+    from cachecore.engine.boundary import prefetch_cut
+
+    kw = {"prefetch_confidence": 0.88, "hint_confidence": 0.17}
+    assert prefetch_cut(**kw, paused=False, cited=None) == 0.88
+    assert prefetch_cut(**kw, paused=True, cited=None) is None
+    assert prefetch_cut(**kw, paused=False, cited=0.5) == 0.5
+    assert prefetch_cut(**kw, paused=False, cited=0.95) == 0.88     # never above the tenant's cut
+    assert prefetch_cut(**kw, paused=True, cited=0.95) == 0.95      # paused: the trail's own bar
+    assert prefetch_cut(**kw, paused=True, cited=0.05) == 0.17      # never under the hint cut

@@ -70,25 +70,25 @@ def test_a_negative_of_another_model_counts_for_nothing_until_its_query_is_embed
     caller.record(query="How do I move the Acme log directory?", cited=["doc#logging"],
                   recall_id=near_miss["recall_id"], accepted=None)
     negative = RecallEvent.objects.get(pk=near_miss["recall_id"])
-    assert negative.negative_embedding_model == get_embedder().version
+    assert negative.exemplar_embedding_model == get_embedder().version
     # A high bar, so that a trail-wide boundary would hold back a question unlike the near miss.
-    RecallEvent.objects.filter(pk=negative.pk).update(negative_bar=0.99)
+    RecallEvent.objects.filter(pk=negative.pk).update(exemplar_bar=0.99)
     Trail.objects.filter(pk=trail["trail_id"]).update(prefetch_boundary=0.99)
     unlike = "Which environment variable sets the Acme home?"
     assert caller.recall(unlike)["outcome"] == "prefetch"  # not like the near miss: its bar is local
 
     # The model changed since: the negative's vector belongs to another model's space.
-    RecallEvent.objects.filter(pk=negative.pk).update(negative_embedding_model="another-model@0123456789ab")
+    RecallEvent.objects.filter(pk=negative.pk).update(exemplar_embedding_model="another-model@0123456789ab")
     held = caller.recall(unlike)
     assert (held["outcome"], held["reason"]) == ("hint", "not_cited_before"), held
 
     result = embeddings_refresh()
-    assert result.negatives == 1
+    assert result.exemplars == 1
     negative.refresh_from_db()
-    assert negative.negative_embedding_model == get_embedder().version and negative.negative_for is not None
+    assert negative.exemplar_embedding_model == get_embedder().version and negative.exemplar_for is not None
     assert caller.recall(unlike)["outcome"] == "prefetch"
     assert caller.recall("Can the Acme log directory be moved?")["reason"] == "not_cited_before"
-    assert embeddings_refresh().negatives == 0  # idempotent
+    assert embeddings_refresh().exemplars == 0  # idempotent
 
 
 def test_a_negative_whose_query_is_gone_is_dropped_by_the_refresh(caller):
@@ -102,8 +102,8 @@ def test_a_negative_whose_query_is_gone_is_dropped_by_the_refresh(caller):
     caller.upsert({"doc#other": "Something else entirely."})
     caller.record(query="How do I move the Acme log directory?", cited=["doc#other"],
                   recall_id=offered["recall_id"], accepted=None)
-    RecallEvent.objects.filter(pk=offered["recall_id"]).update(negative_embedding_model="another-model@0123456789ab",
+    RecallEvent.objects.filter(pk=offered["recall_id"]).update(exemplar_embedding_model="another-model@0123456789ab",
                                                                query="")
-    assert embeddings_refresh().negatives == 1
+    assert embeddings_refresh().exemplars == 1
     event = RecallEvent.objects.get(pk=offered["recall_id"])
-    assert (event.negative_for, event.negative_embedding, event.negative_embedding_model) == (None, None, "")
+    assert (event.exemplar_for, event.exemplar_embedding, event.exemplar_embedding_model) == (None, None, "")
