@@ -79,7 +79,8 @@ def calibration_apply(request: HttpRequest) -> HttpResponse:
         messages.info(request, "Nothing to apply: the suggestion is the current setting, or there is none yet.")
     elif tenant.prefetch_paused:
         messages.success(request, f"Prefetch paused, hints only: no prefetch confidence meets the target "
-                                  f"(from {applied.labels} labels).")
+                                  f"(from {applied.labels} labels); a question a trail was cited for "
+                                  f"is still served that trail's text when asked again.")
     else:
         messages.success(request, f"Prefetch confidence set to {tenant.prefetch_confidence:.2f} "
                                   f"(from {applied.labels} labels).")
