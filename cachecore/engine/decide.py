@@ -324,7 +324,8 @@ def decide(
     best_cut = _cut(policy, best)
     # A trail cited before for this very question is not in doubt either: the agent chose it
     # over whatever else came close.
-    cited_before = best_cut is not None and best.candidate.cited_bar is not None and best.confidence >= best_cut
+    cited_before = (best_cut is not None and best.candidate.cited_bar is not None
+                    and best.confidence >= max(best_cut, best.candidate.cited_bar))
     rival = None if same_question or cited_before else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
          and _cite_other_sections(best, s)), None)

@@ -178,3 +178,25 @@ def test_a_paused_tenant_answers_hints_only():
     assert all("text" not in s for s in d.sections) and d.served_ids == []
     grey = run(cand("t1", 0.78, cited("a")), policy=replace(POLICY, prefetch_paused=True))
     assert grey.reason is Reason.LOW_CONFIDENCE
+
+
+def test_a_trail_cited_before_for_this_question_is_served_over_a_pause_a_higher_cut_and_a_rival():
+    from dataclasses import replace
+
+    paused = replace(POLICY, prefetch_paused=True)
+    cited_before = replace(cand("t1", 0.85, cited("a")), cited_bar=0.6)   # confidence ≈ 0.73
+    d = run(cited_before, policy=paused)
+    assert (d.outcome, d.reason, d.served_ids) == (Outcome.PREFETCH, Reason.MATCH, ["a"])
+    # Under its bar, or without the positive, the pause holds.
+    assert run(replace(cited_before, cited_bar=0.8), policy=paused).reason is Reason.LOW_CONFIDENCE
+    assert run(replace(cited_before, cited_bar=None), policy=paused).reason is Reason.LOW_CONFIDENCE
+    # A rival within the margin citing other sections: the agent chose this trail before.
+    rival = cand("t2", 0.84, cited("b"))
+    assert run(cited_before, rival, policy=paused).outcome is Outcome.PREFETCH
+    assert run(replace(cited_before, cited_bar=None), rival).reason is Reason.AMBIGUOUS
+    # A rival is merged as text only when it clears its own cut: paused and uncited, it does not.
+    merged = run(cited_before, cand("t3", 0.85, cited("c")), policy=paused)
+    assert merged.served_ids == ["a"] and merged.trails == ["t1"]
+    # A negative like the query still holds the trail back.
+    blocked = run(replace(cited_before, boundary=0.8), policy=paused)
+    assert (blocked.outcome, blocked.reason) == (Outcome.HINT, Reason.NOT_CITED_BEFORE)
