@@ -233,6 +233,9 @@ def _explain(decision: RecallDecision) -> list[dict[str, Any]]:
         {"trail_id": s.trail_id, "similarity": round(s.candidate.similarity, 4), "confidence": round(s.confidence, 4),
          "coverage": s.coverage, "polarity": s.polarity, "query_normalised": s.candidate.query_normalised,
          "via_sections": s.candidate.via_sections, "trail_coverage": s.trail_coverage,
+         # The bars the trail's exemplars set for this query (engine/boundary.py): a negative's
+         # boundary, a positive's cited bar; None where none applies.
+         "boundary": s.candidate.boundary, "cited_bar": s.candidate.cited_bar,
          "features": dict(zip(FEATURES, s.features))}
         for s in decision.scored
     ]

@@ -174,3 +174,25 @@ def test_a_recall_still_reads_when_the_session_already_holds_its_statement(trans
         again = recall(caller=tenant_caller(tenant), scope="default", query=query)
         assert again.answer.outcome == first.answer.outcome == "prefetch"
         assert again.answer.sections == first.answer.sections
+
+
+def test_a_trails_positive_is_read_in_the_same_statements_and_shown_in_explain(make_tenant,
+                                                                               django_assert_max_num_queries):
+    tenant = make_tenant(prefetch_paused=True)
+    _seed(tenant, trails=3, sections_per_trail=1)
+    caller = tenant_caller(tenant)
+    query = "What are the steps to set up Acme, variant 1?"
+    first = recall(caller=caller, scope="default", query=query)
+    assert first.answer.outcome == "hint"
+    from cachecore.services import recall_log
+
+    recall_log.flush()
+    cited = [s["id"] for s in first.answer.sections][:1]
+    trail_record(caller=caller, scope="default", query=query, steps=[], cited=cited, signal=None,
+                 recall_id=first.recall_id)
+    recall(caller=caller, scope="default", query="warm the scope-size cache")
+    with django_assert_max_num_queries(8):
+        again = recall(caller=caller, scope="default", query=query, explain=True)
+    assert again.answer.outcome == "prefetch" and again.answer.trail_id == first.answer.trail_id
+    best = next(c for c in again.diagnostics.explain if c["trail_id"] == first.answer.trail_id)
+    assert best["cited_bar"] is not None and best["cited_bar"] < first.answer.confidence
