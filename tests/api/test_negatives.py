@@ -6,13 +6,9 @@ import pytest
 
 from cachecore.engine.boundary import RECOVERY_MARGIN
 from cachecore.models import RecallEvent, Trail
+from tests.api.acme import NEAR_MISS, QUERY, SAME_NEED, TEXT
 
-TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory of Acme.",
-        "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."}
-QUERY = "How do I move the Acme configuration directory?"
-NEAR_MISS = "How do I move the Acme log directory?"
 NEAR_MISS_AGAIN = "Can the Acme log directory be moved?"
-SAME_NEED = "Where do I set which folder Acme keeps its configuration in?"
 
 
 def _permissive(caller) -> None:

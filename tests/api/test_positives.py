@@ -5,13 +5,9 @@ before, and a later uncited offer for the same question holds the trail back aga
 
 from cachecore.engine.boundary import RECOVERY_MARGIN
 from cachecore.models import RecallEvent, Trail
+from tests.api.acme import NEAR_MISS, QUERY, SAME_NEED, TEXT
 
-TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory of Acme.",
-        "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."}
-QUERY = "How do I move the Acme configuration directory?"
-SAME_NEED = "Where do I set which folder Acme keeps its configuration in?"
 REWORDED = "Which variable relocates the config folder of Acme?"
-NEAR_MISS = "How do I move the Acme log directory?"
 
 
 def _paused(caller) -> None:
