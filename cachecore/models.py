@@ -317,6 +317,10 @@ class RecallEvent(models.Model):
     offered_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)
     # Every trail whose sections were served or hinted (more than one when trails were merged).
     trail_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    # The calibrated confidence of each trail in ``trail_ids``, in the same order (empty on rows
+    # logged before it was kept): a record citing a trail served beside the best one learns at
+    # that trail's own confidence.
+    trail_confidences = ArrayField(models.FloatField(), default=list, db_default=Value("{}"), blank=True)
     # Filled by the record that names this recall_id.
     recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                        db_constraint=False)

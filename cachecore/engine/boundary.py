@@ -26,7 +26,8 @@ sets a negative beside it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 
 # How far under a cited recall's confidence the bar falls.
 RECOVERY_MARGIN = 0.02
@@ -50,9 +51,36 @@ def learns_negative(*, decided_outcome: str, label: bool | None, cited_any: bool
 
 
 def learns_positive(*, decided_outcome: str, label: bool | None, cited_trail: bool) -> bool:
-    """Whether a labelled recall sets a positive: its trail was offered (prefetch or hint) and the
-    record cited some of that trail's own sections (not only a merged trail's)."""
+    """Whether a labelled recall sets a positive: it offered trails (prefetch or hint) and the
+    record cited some of one offered trail's own sections (``cited_offer`` says which)."""
     return label is True and cited_trail and decided_outcome in ("prefetch", "hint")
+
+
+def cited_offer(offered: Sequence[str], confidences: Sequence[float], cited_trails: AbstractSet[str], *,
+                decided_confidence: float) -> tuple[str, float] | None:
+    """The offered trail a cited recall teaches, with the confidence it was offered at: the first
+    of ``offered`` (the recall's trails, best first) whose own sections the record cited
+    (``cited_trails``). A trail served beside the best one (merged, or the ambiguous rival) that
+    the agent cited instead is the one the question asked for. The best one's confidence is the
+    recall's (``decided_confidence``); another's is its own, logged in ``confidences`` (a row
+    logged without them teaches the best one only). None: no offered trail's section was cited."""
+    for index, trail_id in enumerate(offered):
+        if trail_id not in cited_trails:
+            continue
+        if index == 0:
+            return trail_id, decided_confidence
+        if index < len(confidences):
+            return trail_id, confidences[index]
+        return None
+    return None
+
+
+def asked_before(*, cited: float | None, boundary: float | None, confidence: float, hint_confidence: float) -> bool:
+    """Whether a candidate is the trail an agent cited for this very question before: a positive's
+    bar (``cited``) met, never under the hint cut, and no negative like the query holding it back.
+    Such a candidate outranks the others: the agent chose it over whatever else came close."""
+    return (cited is not None and confidence >= max(cited, hint_confidence)
+            and not blocks_prefetch(boundary, confidence))
 
 
 def positive_bar(confidence: float) -> float:

@@ -8,7 +8,8 @@ threshold, band and margin lives here:
   ``similarity_threshold``; a trail none of whose cited sections is unchanged is stale;
 - each qualifying live candidate gets a ``confidence`` from the calibrated scorer over its
   evidence (cosine, unexplained salient terms, coverage, lexical overlap, polarity); the
-  most confident one is the answer's trail;
+  most confident one is the answer's trail, unless an agent cited another for this very
+  question before (engine/boundary.py: a positive);
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
   and served from text, no polarity conflict, no close rival citing other sections, coverage
   not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from cachecore.engine.boundary import CONFIDENCE_DECIMALS, blocks_prefetch, prefetch_cut
+from cachecore.engine.boundary import CONFIDENCE_DECIMALS, asked_before, blocks_prefetch, prefetch_cut
 from cachecore.engine.budget import fit_to_budget
 from cachecore.engine.evidence import Idf, TextEvidence, TrailContext, match_features, rival_coverage
 from cachecore.engine.hint import hint_text
@@ -311,7 +312,11 @@ def decide(
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = views_conflict(asked.polarity, context.question.polarity)
         live.append(scored)
-    live.sort(key=lambda s: (s.confidence, s.candidate.similarity), reverse=True)
+    # Most confident first, except that a trail an agent cited for this very question before (a
+    # positive's bar met) comes before the rest: the agent chose it over whatever came close.
+    live.sort(key=lambda s: (asked_before(cited=s.candidate.cited_bar, boundary=s.candidate.boundary,
+                                          confidence=s.confidence, hint_confidence=policy.hint_confidence),
+                             s.confidence, s.candidate.similarity), reverse=True)
     confident = [s for s in live if s.confidence >= policy.hint_confidence]
     if not confident:
         reason = Reason.STALE if stale and not live else Reason.NO_MATCH

@@ -16,6 +16,7 @@ from cachecore.engine.boundary import (
     alike,
     bar_after_citation,
     boundary_after,
+    cited_offer,
     learns_negative,
     learns_positive,
     negative_bar,
@@ -183,11 +184,12 @@ def decided_trail(event: RecallEvent) -> str | None:
 
 def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited: set[str],
                       query_embedding: Any) -> None:
-    """What one labelled recall teaches its trail (engine/boundary.py), kept on the recall's log
-    entry as an exemplar: a negative when the offer went uncited for other sections; when the
-    trail's own sections were cited, a positive for the same question asked again, and the bars of
-    the negatives like it lowered. Without the recall's query (redacted) an exemplar has nothing
-    to be local to and is not kept."""
+    """What one labelled recall teaches its trails (engine/boundary.py), kept on the recall's log
+    entry as an exemplar: a negative for the best trail when the offer went uncited for other
+    sections; when an offered trail's own sections were cited (the best one's, or else one served
+    beside it: merged, or the ambiguous rival), a positive for that trail for the same question
+    asked again, and the bars of its negatives like it lowered. Without the recall's query
+    (redacted) an exemplar has nothing to be local to and is not kept."""
     trail_id = decided_trail(event)
     if trail_id is None or event.confidence is None:
         return
@@ -199,12 +201,18 @@ def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited:
         return
     if not label:
         return
-    trail_boundary_learn(tenant=tenant, trail_id=trail_id, confidence=event.confidence, cited=True,
+    offered = [str(t) for t in event.trail_ids] or [trail_id]
+    cited_trails = {str(t) for t in Citation.objects.filter(
+        tenant=tenant, trail_id__in=offered, section_id__in=list(cited)).values_list("trail_id", flat=True)}
+    offer = cited_offer(offered, event.trail_confidences, cited_trails, decided_confidence=event.confidence)
+    if offer is None:
+        return
+    cited_trail, confidence = offer
+    trail_boundary_learn(tenant=tenant, trail_id=cited_trail, confidence=confidence, cited=True,
                          query_embedding=query_embedding)
-    own = Citation.objects.filter(tenant=tenant, trail_id=trail_id, section_id__in=list(cited)).exists()
-    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label, cited_trail=own):
-        _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=True,
-                       bar=positive_bar(event.confidence), embedding=query_embedding)
+    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label, cited_trail=True):
+        _exemplar_keep(tenant=tenant, event=event, trail_id=cited_trail, cited=True,
+                       bar=positive_bar(confidence), embedding=query_embedding)
 
 
 def _exemplar_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, cited: bool, bar: float,

@@ -8,6 +8,7 @@ from cachecore.models import RecallEvent, Trail
 from tests.api.acme import NEAR_MISS, QUERY, SAME_NEED, TEXT
 
 REWORDED = "Which variable relocates the config folder of Acme?"
+BOTH = "How do I move Acme's config and log directories?"
 
 
 def _paused(caller) -> None:
@@ -64,3 +65,28 @@ def test_a_record_citing_only_a_merged_trails_sections_keeps_no_positive(caller)
     event = RecallEvent.objects.get(pk=first["recall_id"])
     assert event.exemplar_cited is False
     assert not Trail.objects.get(pk=trail).has_positives
+
+
+
+def test_the_trail_served_beside_the_best_one_that_the_agent_cited_is_served_when_asked_again(caller):
+    caller.upsert(TEXT)
+    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
+    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
+    # A tenant whose cut lets both trails through as text, the configuration one first.
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.05, 0.01
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    first = caller.recall(BOTH)
+    assert (first["outcome"], first["trails"]) == ("prefetch", [config, logs]), first
+    event = RecallEvent.objects.get(pk=first["recall_id"])
+    assert len(event.trail_confidences) == 2 and event.trail_confidences[0] == first["confidence"]
+    # The agent answered from the log section only: the log trail is what this question asked for.
+    caller.record(query=BOTH, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
+    event.refresh_from_db()
+    assert (str(event.exemplar_for), event.exemplar_cited) == (logs, True)
+    assert abs(event.exemplar_bar - (event.trail_confidences[1] - RECOVERY_MARGIN)) < 1e-6
+    assert Trail.objects.get(pk=logs).has_positives and not Trail.objects.get(pk=config).has_positives
+
+    _paused(caller)
+    again = caller.recall(BOTH)
+    assert (again["outcome"], again["reason"], again["trail_id"]) == ("prefetch", "match", logs), again
+    assert [s.get("text") for s in again["sections"]] == [TEXT["doc#logging"]]

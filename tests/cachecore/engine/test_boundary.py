@@ -4,9 +4,11 @@ from cachecore.engine.boundary import (
     LOCAL_SIMILARITY,
     RECOVERY_MARGIN,
     alike,
+    asked_before,
     bar_after_citation,
     blocks_prefetch,
     boundary_after,
+    cited_offer,
     learns_negative,
     local_bar,
     negative_bar,
@@ -68,3 +70,22 @@ def test_the_prefetch_cut_a_cited_bar_lowers_and_a_pause_withholds():
     assert prefetch_cut(**kw, paused=False, cited=0.95) == 0.88     # never above the tenant's cut
     assert prefetch_cut(**kw, paused=True, cited=0.95) == 0.95      # paused: the trail's own bar
     assert prefetch_cut(**kw, paused=True, cited=0.05) == 0.17      # never under the hint cut
+
+
+def test_the_cited_offer_is_the_first_offered_trail_whose_sections_the_record_cited():
+    offered, confidences = ["best", "merged", "rival"], [0.91, 0.89, 0.84]
+    assert cited_offer(offered, confidences, {"best", "rival"}, decided_confidence=0.91) == ("best", 0.91)
+    # The agent cited the rival served beside the best one: the rival, at its own confidence.
+    assert cited_offer(offered, confidences, {"rival"}, decided_confidence=0.91) == ("rival", 0.84)
+    assert cited_offer(offered, confidences, set(), decided_confidence=0.91) is None
+    # A row logged without per-trail confidences teaches the best one only.
+    assert cited_offer(offered, [], {"best"}, decided_confidence=0.91) == ("best", 0.91)
+    assert cited_offer(offered, [], {"rival"}, decided_confidence=0.91) is None
+
+
+def test_asked_before_needs_the_positives_bar_the_hint_cut_and_no_negative_like_it():
+    assert asked_before(cited=0.7, boundary=None, confidence=0.72, hint_confidence=0.2)
+    assert not asked_before(cited=0.7, boundary=None, confidence=0.69, hint_confidence=0.2)
+    assert not asked_before(cited=None, boundary=None, confidence=0.99, hint_confidence=0.2)
+    assert not asked_before(cited=0.1, boundary=None, confidence=0.15, hint_confidence=0.2)
+    assert not asked_before(cited=0.7, boundary=0.72, confidence=0.72, hint_confidence=0.2)

@@ -200,3 +200,20 @@ def test_a_trail_cited_before_for_this_question_is_served_over_a_pause_a_higher_
     # A negative like the query still holds the trail back.
     blocked = run(replace(cited_before, boundary=0.8), policy=paused)
     assert (blocked.outcome, blocked.reason) == (Outcome.HINT, Reason.NOT_CITED_BEFORE)
+
+
+def test_a_trail_cited_before_for_this_question_outranks_a_more_confident_one():
+    from dataclasses import replace
+
+    paused = replace(POLICY, prefetch_paused=True)
+    chosen = replace(cand("t1", 0.85, cited("a")), cited_bar=0.6)   # confidence ≈ 0.73
+    louder = cand("t2", 0.89, cited("b"))                           # confidence ≈ 0.86
+    d = run(louder, chosen, policy=paused)
+    assert (d.outcome, d.reason, d.trail_id, d.served_ids) == (Outcome.PREFETCH, Reason.MATCH, "t1", ["a"])
+    # Not paused, the louder one clears the tenant's cut on its own and joins as text.
+    open_cut = run(louder, chosen)
+    assert open_cut.trail_id == "t1" and open_cut.outcome is Outcome.PREFETCH
+    # Without the positive, or with a negative like the query beside it, the louder one leads.
+    for plain in (replace(chosen, cited_bar=None), replace(chosen, boundary=0.8)):
+        d = run(louder, plain, policy=paused)
+        assert d.trail_id == "t2" and d.outcome is Outcome.HINT, d
