@@ -54,7 +54,7 @@ def test_an_uncited_offer_of_the_same_question_holds_the_trail_back_again(caller
     assert (held["outcome"], held["reason"], held["trail_id"]) == ("hint", "not_cited_before", trail), held
 
 
-def test_a_record_citing_only_a_merged_trails_sections_keeps_no_positive(caller):
+def test_a_record_citing_no_offered_section_keeps_a_negative_not_a_positive(caller):
     caller.upsert(TEXT)
     trail = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
     _paused(caller)
