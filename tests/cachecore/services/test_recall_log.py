@@ -37,9 +37,9 @@ def _write_params(tenant, **overrides) -> dict:
     recall hands them to the writer."""
     from django.utils import timezone
 
-    return {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [], "trail_ids": [], "trail_confidences": [],
-            "scope": "default",
-            "query": "q", "subject": "", "trail": None, "outcome": "miss", "shadow_outcome": "",
+    return {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [], "trail_ids": [],
+            "trail_confidences": [], "scope": "default", "query": "q", "subject": "", "trail": None,
+            "outcome": "miss", "shadow_outcome": "",
             "miss_reason": "no_candidate", "reason": "no_match", "confidence": 0.0, "similarity": 0.0,
             "coverage": 0.0, "escalated": False, "latency": 1.0, "served": [], "offered": [], **overrides}
 
