@@ -201,10 +201,12 @@ def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited:
         return
     if not label:
         return
-    offered = [str(t) for t in event.trail_ids] or [trail_id]
+    offered, confidences = [str(t) for t in event.trail_ids], list(event.trail_confidences)
+    if not offered or offered[0] != trail_id:   # recall logs the best one first; else teach it alone
+        offered, confidences = [trail_id], []
     cited_trails = {str(t) for t in Citation.objects.filter(
         tenant=tenant, trail_id__in=offered, section_id__in=list(cited)).values_list("trail_id", flat=True)}
-    offer = cited_offer(offered, event.trail_confidences, cited_trails, decided_confidence=event.confidence)
+    offer = cited_offer(offered, confidences, cited_trails, decided_confidence=event.confidence)
     if offer is None:
         return
     cited_trail, confidence = offer
