@@ -286,6 +286,12 @@ MissReason = choices_of("MissReason", engine_outcome.MissReason,
                         {"NO_CANDIDATE": "No similar trail", "STALE": "Every cited section changed"})
 
 
+# The exemplar columns of a recall log entry that keeps none (``RecallEvent.objects...update(**NO_EXEMPLAR)``):
+# a negative cleared by citations, an exemplar whose query is gone when the model changes.
+NO_EXEMPLAR = {"exemplar_for": None, "exemplar_cited": None, "exemplar_embedding": None, "exemplar_bar": None,
+               "exemplar_embedding_model": ""}
+
+
 class RecallEvent(models.Model):
     """One recall, logged for stats and feedback."""
 

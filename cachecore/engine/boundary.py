@@ -50,10 +50,10 @@ def learns_negative(*, decided_outcome: str, label: bool | None, cited_any: bool
     return label is False and cited_any and decided_outcome in ("prefetch", "hint")
 
 
-def learns_positive(*, decided_outcome: str, label: bool | None, cited_trail: bool) -> bool:
+def learns_positive(*, decided_outcome: str, label: bool | None) -> bool:
     """Whether a labelled recall sets a positive: it offered trails (prefetch or hint) and the
-    record cited some of one offered trail's own sections (``cited_offer`` says which)."""
-    return label is True and cited_trail and decided_outcome in ("prefetch", "hint")
+    record cited some of the offered sections (``cited_offer`` says whose)."""
+    return label is True and decided_outcome in ("prefetch", "hint")
 
 
 def cited_offer(offered: Sequence[str], confidences: Sequence[float], cited_trails: AbstractSet[str], *,

@@ -328,9 +328,9 @@ def decide(
     same_question = best.candidate.query_normalised == query
     best_cut = _cut(policy, best)
     # A trail cited before for this very question is not in doubt either: the agent chose it
-    # over whatever else came close.
-    cited_before = (best_cut is not None and best.candidate.cited_bar is not None
-                    and best.confidence >= max(best_cut, best.candidate.cited_bar))
+    # over whatever else came close (a negative like the query is judged below, on its own).
+    cited_before = asked_before(cited=best.candidate.cited_bar, boundary=None, confidence=best.confidence,
+                                hint_confidence=policy.hint_confidence)
     rival = None if same_question or cited_before else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
          and _cite_other_sections(best, s)), None)

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
-from cachecore.models import RecallEvent, SectionChunk, Trail
+from cachecore.models import NO_EXEMPLAR, RecallEvent, SectionChunk, Trail
 from cachecore.services.sections import section_chunks_compute
 
 BATCH = 500
@@ -73,9 +73,7 @@ def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) ->
             for event, vector in zip(kept, embedder.embed([normalise_query(e.query) for e in kept])):
                 event.exemplar_embedding, event.exemplar_embedding_model = vector, version
             RecallEvent.objects.bulk_update(kept, ["exemplar_embedding", "exemplar_embedding_model"])
-            RecallEvent.objects.filter(pk__in=gone).update(
-                exemplar_for=None, exemplar_cited=None, exemplar_embedding=None, exemplar_bar=None,
-                exemplar_embedding_model="")
+            RecallEvent.objects.filter(pk__in=gone).update(**NO_EXEMPLAR)
             exemplars += len(events)
     redacted = Trail.objects.exclude(embedding_model=version).filter(query_normalised="").count()
     return RefreshResult(model=version, trails=trails, sections=sections, redacted_left=redacted,

@@ -26,6 +26,7 @@ from cachecore.engine.outcome import SectionState, section_state
 from cachecore.engine.text import normalise_query
 from cachecore.errors import InvalidInput, NotFound, Unavailable, UnknownSections
 from cachecore.models import (
+    NO_EXEMPLAR,
     Citation,
     RecallEvent,
     RecallOutcome,
@@ -212,7 +213,7 @@ def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited:
     cited_trail, confidence = offer
     trail_boundary_learn(tenant=tenant, trail_id=cited_trail, confidence=confidence, cited=True,
                          query_embedding=query_embedding)
-    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label, cited_trail=True):
+    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label):
         _exemplar_keep(tenant=tenant, event=event, trail_id=cited_trail, cited=True,
                        bar=positive_bar(confidence), embedding=query_embedding)
 
@@ -259,9 +260,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
             elif bar != neg.bar:
                 lowered[neg.recall_id] = bar
         if cleared:
-            RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(
-                exemplar_for=None, exemplar_cited=None, exemplar_embedding=None, exemplar_bar=None,
-                exemplar_embedding_model="")
+            RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(**NO_EXEMPLAR)
         for recall_id, bar in lowered.items():
             RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(exemplar_bar=bar)
         left = [lowered.get(n.recall_id, n.bar) for n in negatives if n.recall_id not in cleared]
