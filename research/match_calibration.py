@@ -224,6 +224,7 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
 # ---- fitting (pure numpy) ---------------------------------------------------------------------
 
 OTHER_TRAIL_WEIGHT = 0.1
+MIN_SET_PROBES = 30
 FLOOR_KEEP = 0.93
 
 def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
@@ -353,17 +354,110 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
     return out
 
 
-def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
-        extra: Sequence[str] = ()) -> dict[str, Any]:
-    """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
-    to measure what they would add; such a fit cannot be written."""
+# The evidence of the cited section beside the query (its rivals, the specifics it lacks): the
+# question scorer leaves it out, since for a text that restates the trail's question it only
+# measures the question match again (cachecore/engine/scorer.py).
+SECTION_EVIDENCE = ("rival_margin", "rival_known", "specifics_unexplained")
+REGIMES = ("document", "question")
+
+
+def in_regime(cand: dict[str, Any], regime: str) -> bool:
+    """Whether recall scores this candidate with the question scorer's regime (its cited text
+    restates its question) or, for ``document``, with either (the document scorer was fitted on
+    every candidate)."""
+    from cachecore.engine.scorer import RESTATES_QUESTION
+
+    if regime == "document":
+        return True
+    coverage = trail_coverage_of(cand)
+    return coverage is not None and coverage >= RESTATES_QUESTION
+
+
+def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tuple[float, float]:
+    """The cuts of a scorer on calibration rows: the lowest prefetch cut whose false prefetch
+    (close-but-different questions the source does not answer, served the source trail as text)
+    is at most ``target_false`` in every set, and the hint cut that keeps 95 % of each set's
+    paraphrases' own trail in the hint band."""
+    grid = [round(0.5 + 0.01 * i, 2) for i in range(50)]
+    best_cut = grid[-1]
+    for cut in grid:
+        sim = simulate(cal, score, floor=0.0, prefetch=cut, hint=0.0)
+        # The trail a close-but-different question differs from, served as text: the false
+        # prefetch the labels know. Another trail served to it is unlabelled (on the Celery set
+        # about half of those are that trail's own need, by reading them), as in pair_label.
+        # A set with fewer close probes than MIN_SET_PROBES cannot bound a rate of a few per cent
+        # (one probe is more than the target); it does not choose the cut.
+        rates = [b["source_prefetch"] / b["n"] for k, b in sim.items()
+                 if k.endswith(":twin") and b["n"] >= MIN_SET_PROBES]
+        if max(rates, default=0.0) <= target_false:
+            best_cut = cut
+            break
+    hint_cut = best_cut
+    for name in {r.get("set", "faq") for r in cal}:
+        conf = sorted(score(c) for r in cal if r.get("set", "faq") == name
+                      and (r["kind"].startswith("paraphrase") or r["kind"] == "duplicate")
+                      for c in r["candidates"] if c.get("is_source"))
+        if conf:
+            hint_cut = min(hint_cut, math.floor(100 * conf[int(0.05 * len(conf))]) / 100)
+    return best_cut, min(hint_cut, best_cut)
+
+
+def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: bool) -> dict[str, Any]:
+    """The cuts of the shipped scorer of ``regime``, chosen again on the calibration side of
+    ``paths`` with its weights kept (``choose_bands``): the rows carry the vectors of the model
+    that ships now, which may not be the one the weights were fitted on. With ``write``, the
+    scorer's file gets the new cuts and a note of where they were chosen."""
     from cachecore.engine.evidence import FEATURES
+    from cachecore.engine.scorer import QUESTION_SCORER_PATH, MatchScorer
+
+    path = QUESTION_SCORER_PATH if regime == "question" else SCORER_JSON
+    scorer = MatchScorer.load(path)
+    cal = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]}
+           for r in load_rows(paths) if r["side"] == CALIBRATION]
+    cal = [r for r in cal if regime == "document" or r["candidates"]]
+
+    def score(c: dict[str, Any]) -> float:
+        return scorer.score([c["features"][f] for f in FEATURES])
+
+    prefetch, hint = choose_bands(cal, score, target_false=target_false)
+    result = {"regime": regime, "scorer": scorer.version,
+              "before": {"prefetch_confidence": scorer.prefetch_confidence, "hint_confidence": scorer.hint_confidence},
+              "prefetch_confidence": prefetch, "hint_confidence": hint,
+              "calibration": simulate(cal, score, floor=0.0, prefetch=prefetch, hint=hint),
+              "calibration_before": simulate(cal, score, floor=0.0, prefetch=scorer.prefetch_confidence,
+                                             hint=scorer.hint_confidence)}
+    if write:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["prefetch_confidence"], data["hint_confidence"] = prefetch, hint
+        data["meta"]["cuts"] = {
+            "chosen_on": [str(p) for p in paths], "side": CALIBRATION, "target_false": target_false,
+            "before": result["before"], "date": f"{datetime.now(UTC):%Y-%m-%d}",
+            "command": "python -m research.match_calibration cuts " + " ".join(str(p) for p in paths)
+            + f" --regime {regime} --target-false {target_false}"}
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
+        extra: Sequence[str] = (), regime: str = "document") -> dict[str, Any]:
+    """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
+    to measure what they would add; such a fit cannot be written. ``regime="question"`` fits the
+    question scorer (``question_scorer.json``): the candidates whose cited text restates their
+    question, on the evidence without ``SECTION_EVIDENCE``; a probe counts in its set's rates
+    when it has such a candidate."""
+    from cachecore.engine.evidence import FEATURES
+    from cachecore.engine.scorer import QUESTION_SCORER_PATH
 
     if extra and write:
         raise ValueError("a fit with extra features cannot be shipped: the product does not compute them")
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}")
+    if regime == "question":
+        FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
     FEATURES = (*FEATURES, *extra)  # noqa: N806 - the names this fit uses
 
-    rows = load_rows(paths)
+    rows = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]} for r in load_rows(paths)]
+    rows = [r for r in rows if regime == "document" or r["candidates"]]
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
     feats, labels, sample_weights, sets = [], [], [], []
@@ -409,29 +503,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
             floor = f
     cal = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]} for r in cal]
     held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]} for r in held]
-    # Bands on the calibration side: the lowest prefetch cut whose false prefetch (twins the
-    # source does not answer served the source trail as prefetch) is under target_false in every
-    # set; hint cut: keep 95 % of paraphrases' own trails over it.
-    grid = [round(0.5 + 0.01 * i, 2) for i in range(50)]
-    best_cut = grid[-1]
-    for cut in grid:
-        sim = simulate(cal, score, floor=0.0, prefetch=cut, hint=0.0)
-        # The trail a close-but-different question differs from, served as text: the false
-        # prefetch the labels know. Another trail served to it is unlabelled (on the Celery set
-        # about half of those are that trail's own need, by reading them), as in pair_label.
-        rates = [b["source_prefetch"] / b["n"] for k, b in sim.items() if k.endswith(":twin") and b["n"]]
-        if max(rates, default=0.0) <= target_false:
-            best_cut = cut
-            break
-    # Hint cut: keep 95 % of each set's calibration paraphrases' own trail in the hint band.
-    hint_cut = best_cut
-    for name in set(sets):
-        conf = sorted(score(c) for r in cal if r.get("set", "faq") == name
-                      and (r["kind"].startswith("paraphrase") or r["kind"] == "duplicate")
-                      for c in r["candidates"] if c.get("is_source"))
-        if conf:
-            hint_cut = min(hint_cut, math.floor(100 * conf[int(0.05 * len(conf))]) / 100)
-    hint_cut = min(hint_cut, best_cut)
+    best_cut, hint_cut = choose_bands(cal, score, target_false=target_false)
     report = {
         "features": list(FEATURES), "weights": [round(float(w), 6) for w in weights], "bias": round(bias, 6),
         "means": [round(float(m), 6) for m in means], "scales": [round(float(s), 6) for s in scales],
@@ -445,16 +517,23 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     cos_pos = [c["similarity"] for r in held for c in r["candidates"] if pair_label(r, c) == 1]
     cos_neg = [c["similarity"] for r in held for c in r["candidates"] if pair_label(r, c) == 0]
     report["held_out_pair_auc"] = {"scorer": round(auc(pos, neg), 4), "cosine": round(auc(cos_pos, cos_neg), 4)}
+    report["regime"] = regime
     if write:
         data = {
-            "version": f"match-scorer-{datetime.now(UTC):%Y%m%d}",
+            "version": f"{'question' if regime == 'question' else 'match'}-scorer-{datetime.now(UTC):%Y%m%d}",
             **{k: report[k] for k in ("features", "weights", "bias", "means", "scales", "prefetch_confidence",
                                        "hint_confidence", "similarity_threshold")},
             "meta": {"fitted_on": [str(p) for p in paths], "side": CALIBRATION, "pairs": report["pairs"],
                      "held_out_pair_auc": report["held_out_pair_auc"], "l2": l2, "target_false": target_false,
-                     "command": "python -m research.match_calibration fit " + " ".join(str(p) for p in paths)},
+                     "command": "python -m research.match_calibration fit " + " ".join(str(p) for p in paths)
+                     + f" --target-false {target_false}" + (f" --regime {regime}" if regime != "document" else "")},
         }
-        SCORER_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        if regime == "question":
+            data["meta"]["regime"] = ("candidates whose cited text restates the trail's question (the trail's "
+                                      "question covered at cosine >= 0.9 by it: FAQ entries, question lists); "
+                                      "scored on the evidence without the section's rivals and specifics")
+        (QUESTION_SCORER_PATH if regime == "question" else SCORER_JSON).write_text(
+            json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return report
 
 
@@ -510,12 +589,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("rows", nargs="+", type=Path)
     ps.add_argument("--manifest", type=Path, default=None)
     ps.add_argument("--floor", type=float, default=0.51)
+    cu = sub.add_parser("cuts", help="choose the shipped scorer's cuts again on calibration rows, weights kept")
+    cu.add_argument("rows", nargs="+", type=Path)
+    cu.add_argument("--regime", default="question", choices=REGIMES)
+    cu.add_argument("--target-false", type=float, default=0.03)
+    cu.add_argument("--write", action="store_true")
     f = sub.add_parser("fit")
     f.add_argument("rows", nargs="+", type=Path)
     f.add_argument("--write", action="store_true")
     f.add_argument("--target-false", type=float, default=0.03)
     f.add_argument("--l2", type=float, default=1.0)
     f.add_argument("--extra", action="append", default=[], help="a row feature beyond the product's (pair_model)")
+    f.add_argument("--regime", default="document", choices=REGIMES,
+                   help="document: match_scorer.json, on every candidate; question: question_scorer.json, on "
+                        "the candidates whose cited text restates their question")
     f.add_argument("--loco", action="store_true",
                    help="leave one corpus out: fit on the others, figures on the left-out one's held-out side")
     args = parser.parse_args(argv)
@@ -551,10 +638,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary_markdown(result))
         print(f"report in {args.out}")
         return 0
+    if args.cmd == "cuts":
+        print(json.dumps(recut(args.rows, regime=args.regime, target_false=args.target_false, write=args.write),
+                         indent=1))
+        return 0
     if args.loco:
         print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2), indent=1))
         return 0
-    fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra)
+    fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra,
+                 regime=args.regime)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 

@@ -1,0 +1,121 @@
+"""``research.match_calibration.fit`` on rows made up here: the question regime fits only the
+candidates whose cited text restates their question, on the evidence without the section's,
+and a set with too few close probes does not choose the prefetch cut."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from cachecore.engine.evidence import FEATURES
+from research.match_calibration import MIN_SET_PROBES, SECTION_EVIDENCE, fit
+from research.splits import CALIBRATION
+
+
+def _candidate(*, source: bool, cosine: float, restates: bool) -> dict:
+    features = {f: 0.0 for f in FEATURES}
+    features.update(cosine=cosine, coverage=cosine, coverage_known=1.0, rival_known=1.0,
+                    # Section evidence that would tell the labels apart by itself: the question
+                    # regime must not read it.
+                    rival_margin=cosine - 0.5)
+    return {"is_source": source, "similarity": cosine, "coverage": cosine, "via_sections": False,
+            "trail_coverage": 0.95 if restates else 0.5, "features": features}
+
+
+def _rows(name: str, *, paraphrases: int, twins: int, twin_cosine: float, rng: random.Random) -> list[dict]:
+    rows = []
+    for i in range(paraphrases):
+        rows.append({"set": name, "side": CALIBRATION, "kind": "paraphrase", "answered_by_source": True,
+                     "query": f"{name} paraphrase {i}",
+                     "candidates": [_candidate(source=True, cosine=0.8 + 0.15 * rng.random(), restates=True),
+                                    # A document-regime candidate: in the document fit only.
+                                    _candidate(source=False, cosine=0.9, restates=False)]})
+    for i in range(twins):
+        rows.append({"set": name, "side": CALIBRATION, "kind": "twin", "answered_by_source": False,
+                     "query": f"{name} twin {i}",
+                     "candidates": [_candidate(source=True, cosine=twin_cosine + 0.1 * rng.random(), restates=True)]})
+    return rows
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_the_question_regime_fits_its_own_candidates_on_the_question_evidence(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    rows = _write(tmp_path / "a.jsonl", _rows("a", paraphrases=60, twins=60, twin_cosine=0.4, rng=rng))
+
+    question = fit([rows], write=False, target_false=0.04, regime="question")
+    document = fit([rows], write=False, target_false=0.04, regime="document")
+
+    assert not set(SECTION_EVIDENCE) & set(question["features"])
+    assert set(SECTION_EVIDENCE) <= set(document["features"])
+    # 60 paraphrases' source + 60 twins' source; the document fit also has the 60 other trails.
+    assert question["pairs"] == {"calibration": 120, "positive": 60}
+    assert document["pairs"] == {"calibration": 180, "positive": 60}
+    assert question["regime"] == "question"
+
+
+def test_a_set_with_fewer_close_probes_than_the_minimum_does_not_choose_the_cut(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    few = MIN_SET_PROBES - 1
+    # Set b's few close probes sit among the paraphrases: had they chosen the cut, it would be
+    # higher, and fewer of a's paraphrases served.
+    rows = _write(tmp_path / "ab.jsonl",
+                  _rows("a", paraphrases=60, twins=60, twin_cosine=0.4, rng=rng)
+                  + _rows("b", paraphrases=60, twins=few, twin_cosine=0.8, rng=rng))
+
+    report = fit([rows], write=False, target_false=0.04, regime="question")
+
+    served = report["calibration"]
+    assert report["prefetch_confidence"] < 0.99
+    assert served["a:paraphrase"]["own_prefetch"] >= 50
+    assert served["a:twin"]["source_prefetch"] / served["a:twin"]["n"] <= 0.04
+    assert served["b:twin"]["n"] == few and served["b:twin"]["source_prefetch"] > 0.04 * few
+
+
+
+def _probe(kind: str, cosine: float, i: int) -> dict:
+    return {"set": "a", "side": CALIBRATION, "kind": kind, "answered_by_source": kind == "paraphrase",
+            "query": f"{kind} {i}", "candidates": [_candidate(source=True, cosine=cosine, restates=True)]}
+
+
+def test_the_bands_are_the_lowest_cut_under_the_target_and_the_fifth_percentile_of_own_trails() -> None:
+    from research.match_calibration import choose_bands
+
+    # 100 close probes whose source scores 0.40 + i/200 (0.40 … 0.895), 100 paraphrases whose
+    # own trail scores 0.50 + i/400 (0.50 … 0.7475).
+    cal = ([_probe("twin", 0.40 + i / 200, i) for i in range(100)]
+           + [_probe("paraphrase", 0.50 + i / 400, i) for i in range(100)])
+    prefetch, hint = choose_bands(cal, lambda c: c["features"]["cosine"], target_false=0.03)
+    # At 0.88 four close probes are served (i ≥ 96), at 0.89 two (i ≥ 98): 0.89 is the lowest
+    # cut with at most 3 %.
+    assert prefetch == 0.89
+    # The paraphrases' own trail at the fifth percentile: 0.50 + 5/400 = 0.5125 → 0.51.
+    assert hint == 0.51
+    # Nothing on the grid meets a target of 0: the top of the grid.
+    assert choose_bands(cal, lambda c: c["features"]["cosine"] + 0.2, target_false=0.0)[0] == 0.99
+
+
+def test_cuts_are_chosen_again_for_the_shipped_weights(tmp_path: Path) -> None:
+    from cachecore.engine.scorer import QUESTION_SCORER_PATH, MatchScorer
+    from research.match_calibration import choose_bands, recut
+
+    rng = random.Random(2)
+    rows = _write(tmp_path / "q.jsonl", _rows("a", paraphrases=60, twins=60, twin_cosine=0.55, rng=rng))
+    shipped = MatchScorer.load(QUESTION_SCORER_PATH)
+
+    result = recut([rows], regime="question", target_false=0.03, write=False)
+
+    assert result["scorer"] == shipped.version
+    assert result["before"] == {"prefetch_confidence": shipped.prefetch_confidence,
+                                "hint_confidence": shipped.hint_confidence}
+    # The cuts are the shipped weights' bands on these rows (the document-regime candidate of each
+    # paraphrase left out), and the file is not touched without write.
+    cal = [{**r, "candidates": [c for c in r["candidates"] if c["trail_coverage"] >= 0.9]}
+           for r in map(json.loads, rows.read_text().splitlines())]
+    expected = choose_bands(cal, lambda c: shipped.score([c["features"][f] for f in FEATURES]), target_false=0.03)
+    assert (result["prefetch_confidence"], result["hint_confidence"]) == expected
+    assert MatchScorer.load(QUESTION_SCORER_PATH) == shipped
