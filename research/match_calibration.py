@@ -412,7 +412,9 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
 
     path = QUESTION_SCORER_PATH if regime == "question" else SCORER_JSON
     scorer = MatchScorer.load(path)
-    cal = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]}
+    # The first stage as the tenant default has it (the document scorer's floor).
+    floor = MatchScorer.load(SCORER_JSON).similarity_threshold
+    cal = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime) and qualifies(c, floor)]}
            for r in load_rows(paths) if r["side"] == CALIBRATION]
     cal = [r for r in cal if regime == "document" or r["candidates"]]
 
