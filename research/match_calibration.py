@@ -552,7 +552,8 @@ def score_with(report: dict[str, Any]):
     return score
 
 
-def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0) -> dict[str, Any]:
+def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0,
+                         extra: Sequence[str] = ()) -> dict[str, Any]:
     """For each corpus (one rows file each): fit on the calibration side of the others, then
     apply that scorer and its cuts to the left-out corpus's held-out side, as a new tenant on a
     corpus nothing was fitted on would see them (offline: ambiguity, boundaries and the
@@ -560,7 +561,7 @@ def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l
     out: dict[str, Any] = {}
     for left in paths:
         rest = [p for p in paths if p != left]
-        rep = fit(rest, write=False, target_false=target_false, l2=l2)
+        rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra)
         floor = rep["similarity_threshold"]
         held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
                 for r in load_rows([left]) if r["side"] == HELD_OUT]
@@ -645,7 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          indent=1))
         return 0
     if args.loco:
-        print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2), indent=1))
+        print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2,
+                                              extra=args.extra), indent=1))
         return 0
     fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra,
                  regime=args.regime)
