@@ -12,7 +12,8 @@ embeds them with the shipped model, and adds two features to every candidate:
 * ``s_margin``: that, less the best cosine to a sentence of any other section of the corpus.
 
 It writes ``reports/calibration/<corpus>-sent<N>.jsonl`` in the rows' shape, for
-``python -m research.match_calibration fit … --extra s_margin`` (and ``--loco`` by hand, see
+``python -m research.match_calibration fit … --extra s_margin`` (and ``--loco``), and
+``python -m research.sentence_margin emulate`` emulates round 1 of the replay on them (see
 docs/evaluation.md). The product computes neither feature: this measures what they would add.
 Research only: product code never imports this module."""
 
@@ -99,9 +100,55 @@ def augment(corpus: str, *, words: int = 1, rows_path: Path | None = None, out: 
     return out
 
 
+def round_one_counts(rows: list[dict[str, Any]], score, *, cut: float, floor: float,
+                     items: Sequence[Any]) -> dict[str, int]:
+    """Round 1 of the replay (``research.calibration_replay``) emulated on ``collect`` rows of the
+    Celery set (``items``: all of them, for the gold of any trail served): each row's item's first
+    same-need rewording and first close-but-different question,
+    decided by the best candidate over the first stage (``floor``) and the ``cut``. A close
+    question's prefetch is *wrong* when the served trail's gold is not among the sections the set
+    names as answering it (its ``answer``)."""
+    from research.match_calibration import qualifies
+
+    first = {i.same_need[0] for i in items if i.same_need}
+    close = {i.close[0].question: i.close[0] for i in items if i.close}
+    gold = {i.id: set(i.gold) for i in items}
+    out = {"same_need": 0, "own_prefetch": 0, "close": 0, "close_prefetch": 0, "close_wrong": 0}
+    for row in rows:
+        cands = [c for c in row["candidates"] if qualifies(c, floor)]
+        best = max(cands, key=score) if cands else None
+        served = best is not None and score(best) >= cut
+        if row["kind"] == "paraphrase" and row["query"] in first:
+            out["same_need"] += 1
+            out["own_prefetch"] += bool(served and best.get("is_source"))
+        elif row["kind"] == "twin" and row["query"] in close and not row["answered_by_source"]:
+            out["close"] += 1
+            if served:
+                out["close_prefetch"] += 1
+                out["close_wrong"] += not (gold.get(best.get("entry") or "", set()) & set(close[row["query"]].answer))
+    return out
+
+
+def emulate(paths: Sequence[Path], *, extra: Sequence[str], target_false: float = 0.04) -> dict[str, Any]:
+    """The scorer fitted on ``paths`` (as ``match_calibration fit``, with ``extra`` features), and
+    round 1 emulated on the Celery rows' held-out side at its cut."""
+    from research.corpora import CORPORA
+    from research.match_calibration import HELD_OUT, fit, load_rows, score_with
+
+    report = fit(paths, write=False, target_false=target_false, extra=extra)
+    celery = [p for p in paths if p.name.startswith("celery")]
+    rows = [r for r in load_rows(celery) if r["side"] == HELD_OUT]
+    # Every item: a held-out question may be served a calibration item's trail.
+    counts = round_one_counts(rows, score_with(report), cut=report["prefetch_confidence"],
+                              floor=report["similarity_threshold"], items=CORPORA["celery"].items())
+    return {"extra": list(extra), "cut": report["prefetch_confidence"], "round_1": counts}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.sentence_margin")
-    parser.add_argument("corpus", choices=("celery", "faq"))
+    parser.add_argument("corpus", choices=("celery", "faq", "emulate"),
+                        help="celery | faq: add the features to that corpus's rows; emulate: round 1 of the "
+                             "replay offline, fitted on both corpora's sentence rows, without and with s_margin")
     parser.add_argument("--words", type=int, default=1, help="piece size in words (1: a sentence each)")
     parser.add_argument("--rows", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
@@ -110,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import django
 
     django.setup()
+    if args.corpus == "emulate":
+        paths = [ROWS / f"faq-sent{args.words}.jsonl", ROWS / f"celery-sent{args.words}.jsonl"]
+        for extra in ((), ("s_margin",)):
+            print(json.dumps(emulate(paths, extra=extra)))
+        return 0
     print(f"rows written to {augment(args.corpus, words=args.words, rows_path=args.rows, out=args.out)}")
     return 0
 
