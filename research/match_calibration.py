@@ -373,6 +373,13 @@ def in_regime(cand: dict[str, Any], regime: str) -> bool:
     return coverage is not None and coverage >= RESTATES_QUESTION
 
 
+def regime_rows(rows: list[dict[str, Any]], regime: str) -> list[dict[str, Any]]:
+    """``rows`` with only the candidates ``regime`` scores; for ``question``, a probe without
+    such a candidate is left out (it counts in no set's rates)."""
+    kept = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]} for r in rows]
+    return [r for r in kept if regime == "document" or r["candidates"]]
+
+
 def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tuple[float, float]:
     """The cuts of a scorer on calibration rows: the lowest prefetch cut whose false prefetch
     (close-but-different questions the source does not answer, served the source trail as text)
@@ -414,9 +421,8 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
     scorer = MatchScorer.load(path)
     # The first stage as the tenant default has it (the document scorer's floor).
     floor = MatchScorer.load(SCORER_JSON).similarity_threshold
-    cal = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime) and qualifies(c, floor)]}
-           for r in load_rows(paths) if r["side"] == CALIBRATION]
-    cal = [r for r in cal if regime == "document" or r["candidates"]]
+    cal = regime_rows([{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
+                       for r in load_rows(paths) if r["side"] == CALIBRATION], regime)
 
     def score(c: dict[str, Any]) -> float:
         return scorer.score([c["features"][f] for f in FEATURES])
@@ -458,8 +464,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
     FEATURES = (*FEATURES, *extra)  # noqa: N806 - the names this fit uses
 
-    rows = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]} for r in load_rows(paths)]
-    rows = [r for r in rows if regime == "document" or r["candidates"]]
+    rows = regime_rows(load_rows(paths), regime)
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
     feats, labels, sample_weights, sets = [], [], [], []

@@ -129,15 +129,14 @@ def round_one_counts(rows: list[dict[str, Any]], score, *, cut: float, floor: fl
     return out
 
 
-def emulate(paths: Sequence[Path], *, extra: Sequence[str], target_false: float = 0.04) -> dict[str, Any]:
+def emulate(paths: Sequence[Path], *, celery: Path, extra: Sequence[str], target_false: float = 0.04) -> dict[str, Any]:
     """The scorer fitted on ``paths`` (as ``match_calibration fit``, with ``extra`` features), and
-    round 1 emulated on the Celery rows' held-out side at its cut."""
+    round 1 emulated at its cut on the held-out side of ``celery`` (the Celery set's rows)."""
     from research.corpora import CORPORA
     from research.match_calibration import HELD_OUT, fit, load_rows, score_with
 
     report = fit(paths, write=False, target_false=target_false, extra=extra)
-    celery = [p for p in paths if p.name.startswith("celery")]
-    rows = [r for r in load_rows(celery) if r["side"] == HELD_OUT]
+    rows = [r for r in load_rows([celery]) if r["side"] == HELD_OUT]
     # Every item: a held-out question may be served a calibration item's trail.
     counts = round_one_counts(rows, score_with(report), cut=report["prefetch_confidence"],
                               floor=report["similarity_threshold"], items=CORPORA["celery"].items())
@@ -158,9 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     django.setup()
     if args.corpus == "emulate":
-        paths = [ROWS / f"faq-sent{args.words}.jsonl", ROWS / f"celery-sent{args.words}.jsonl"]
+        celery = ROWS / f"celery-sent{args.words}.jsonl"
         for extra in ((), ("s_margin",)):
-            print(json.dumps(emulate(paths, extra=extra)))
+            print(json.dumps(emulate([ROWS / f"faq-sent{args.words}.jsonl", celery], celery=celery, extra=extra)))
         return 0
     print(f"rows written to {augment(args.corpus, words=args.words, rows_path=args.rows, out=args.out)}")
     return 0
