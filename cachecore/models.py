@@ -157,6 +157,31 @@ class SectionChunk(models.Model):
         return f"{self.section_id}:{self.ordinal}"
 
 
+class SectionSentence(models.Model):
+    """One sentence of a section with its embedding: the sentence-level evidence of which
+    section answers a query (``engine/evidence.py``, ``sentence_margin``). Computed with the
+    section's chunks (``services.sections.section_chunks_compute``), read by section only: the
+    sentences of a recall's candidates' cited sections and of the sections covering it best."""
+
+    section = models.ForeignKey(Section, on_delete=models.CASCADE, related_name="sentences")
+    ordinal = models.PositiveIntegerField()
+    # The section hash these sentences were split from: stale sentences are never used.
+    sha256 = models.CharField(max_length=64)
+    embedding = VectorField(dimensions=DIMENSIONS)
+    # The model that computed ``embedding`` (recall compares only vectors of the current one).
+    embedding_model = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["section", "ordinal"]
+        constraints = [
+            # Also the index recall reads a section's sentences by.
+            models.UniqueConstraint(fields=["section", "ordinal"], name="sentence_unique_ordinal"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.section_id}:{self.ordinal}"
+
+
 class TrailStatus(models.TextChoices):
     ACTIVE = "active", "Active"
     PENDING = "pending", "Pending"

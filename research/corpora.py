@@ -161,8 +161,53 @@ def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=Non
         for s in missing:
             if s.pk in by_section:
                 cache[s.sha256] = np.stack(by_section[s.pk])
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(cache))
-        tmp.replace(path)
+        _cache_write(path, cache)
+    _sentences_ensure_cached(tenant=tenant, section_ids=section_ids, model=model,
+                             path=cache_dir / f"sentences-{model.replace('/', '_').replace('@', '-')}.pkl")
     return computed
+
+
+def _sentences_ensure_cached(*, tenant: object, section_ids: list[str], model: str, path: Path) -> None:
+    """The sections' sentence rows as ``section_chunks_compute`` writes them, from the cache at
+    ``path`` where the (hash, model) was seen before, else by the product's own
+    ``section_sentences_compute``; every section's vectors end up in the cache."""
+    import pickle
+
+    import numpy as np
+    from django.db import transaction
+
+    from cachecore.models import Section, SectionSentence
+    from cachecore.services.sections import section_sentences_compute
+
+    cache: dict[str, object] = pickle.loads(path.read_bytes()) if path.is_file() else {}
+    sections = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids, chunks_ready=True)
+                    .exclude(text=None).only("pk", "text", "sha256"))
+    have = set(SectionSentence.objects.filter(section__in=sections, embedding_model=model)
+               .values_list("section_id", flat=True).distinct())
+    hits = [s for s in sections if s.pk not in have and s.sha256 in cache]
+    with transaction.atomic():
+        SectionSentence.objects.bulk_create(
+            [SectionSentence(section=s, ordinal=i, sha256=s.sha256, embedding=v, embedding_model=model)
+             for s in hits for i, v in enumerate(cache[s.sha256])], batch_size=1000)
+    missing = [s.pk for s in sections if s.pk not in have and s.sha256 not in cache]
+    for start in range(0, len(missing), 50):
+        section_sentences_compute(section_pks=missing[start:start + 50])
+    uncached = [s for s in sections if s.sha256 not in cache]
+    if uncached:
+        by_section: dict[int, list] = {}
+        for pk, vector in (SectionSentence.objects.filter(section__in=uncached, embedding_model=model)
+                           .order_by("section_id", "ordinal").values_list("section_id", "embedding")):
+            by_section.setdefault(pk, []).append(np.asarray(vector, dtype=np.float32))
+        for s in uncached:
+            if s.pk in by_section:
+                cache[s.sha256] = np.stack(by_section[s.pk])
+        _cache_write(path, cache)
+
+
+def _cache_write(path: Path, cache: dict[str, object]) -> None:
+    import pickle
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps(cache))
+    tmp.replace(path)

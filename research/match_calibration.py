@@ -274,7 +274,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 
 # match (the very same question is confident by rule, whatever the scorer says).
 SIGNS = {
     "cosine": 1, "coverage": 1, "unexplained": -1, "coverage_gap": -1,
-    "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1,
+    "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1, "sentence_margin": 1,
 }
 
 
@@ -357,7 +357,7 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
 # The evidence of the cited section beside the query (its rivals, the specifics it lacks): the
 # question scorer leaves it out, since for a text that restates the trail's question it only
 # measures the question match again (cachecore/engine/scorer.py).
-SECTION_EVIDENCE = ("rival_margin", "rival_known", "specifics_unexplained")
+SECTION_EVIDENCE = ("rival_margin", "rival_known", "specifics_unexplained", "sentence_margin", "sentence_known")
 REGIMES = ("document", "question")
 
 
@@ -447,9 +447,11 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
 
 
 def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
-        extra: Sequence[str] = (), regime: str = "document") -> dict[str, Any]:
+        extra: Sequence[str] = (), regime: str = "document", without: Sequence[str] = ()) -> dict[str, Any]:
     """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
-    to measure what they would add; such a fit cannot be written. ``regime="question"`` fits the
+    to measure what they would add; such a fit cannot be written. ``without``: product features
+    left out (what the others do alone, on the same rows; the product scores a scorer of fewer
+    features on its own). ``regime="question"`` fits the
     question scorer (``question_scorer.json``): the candidates whose cited text restates their
     question, on the evidence without ``SECTION_EVIDENCE``; a probe counts in its set's rates
     when it has such a candidate."""
@@ -462,7 +464,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         raise ValueError(f"regime must be one of {REGIMES}")
     if regime == "question":
         FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
-    FEATURES = (*FEATURES, *extra)  # noqa: N806 - the names this fit uses
+    FEATURES = (*(f for f in FEATURES if f not in without), *extra)  # noqa: N806 - the names this fit uses
 
     rows = regime_rows(load_rows(paths), regime)
     cal = [r for r in rows if r["side"] == CALIBRATION]
@@ -558,7 +560,7 @@ def score_with(report: dict[str, Any]):
 
 
 def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0,
-                         extra: Sequence[str] = ()) -> dict[str, Any]:
+                         extra: Sequence[str] = (), without: Sequence[str] = ()) -> dict[str, Any]:
     """For each corpus (one rows file each): fit on the calibration side of the others, then
     apply that scorer and its cuts to the left-out corpus's held-out side, as a new tenant on a
     corpus nothing was fitted on would see them (offline: ambiguity, boundaries and the
@@ -566,7 +568,7 @@ def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l
     out: dict[str, Any] = {}
     for left in paths:
         rest = [p for p in paths if p != left]
-        rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra)
+        rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra, without=without)
         floor = rep["similarity_threshold"]
         held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
                 for r in load_rows([left]) if r["side"] == HELD_OUT]
@@ -608,6 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--target-false", type=float, default=0.03)
     f.add_argument("--l2", type=float, default=1.0)
     f.add_argument("--extra", action="append", default=[], help="a row feature beyond the product's (pair_model)")
+    f.add_argument("--without", action="append", default=[], help="a product feature left out (the fit without it)")
     f.add_argument("--regime", default="document", choices=REGIMES,
                    help="document: match_scorer.json, on every candidate; question: question_scorer.json, on "
                         "the candidates whose cited text restates their question")
@@ -652,10 +655,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.loco:
         print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2,
-                                              extra=args.extra), indent=1))
+                                              extra=args.extra, without=args.without), indent=1))
         return 0
     fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra,
-                 regime=args.regime)
+                 regime=args.regime, without=args.without)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 

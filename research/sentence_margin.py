@@ -14,7 +14,9 @@ embeds them with the shipped model, and adds two features to every candidate:
 It writes ``reports/calibration/<corpus>-sent<N>.jsonl`` in the rows' shape, for
 ``python -m research.match_calibration fit … --extra s_margin`` (and ``--loco``), and
 ``python -m research.sentence_margin emulate`` emulates round 1 of the replay on them (see
-docs/evaluation.md). The product computes neither feature: this measures what they would add.
+docs/evaluation.md). This is the study that led the product to compute its own
+``sentence_margin`` (``cachecore/engine/evidence.py``), with the rival taken among the sections
+the covering read returns rather than the whole corpus; ``collect`` rows carry that one.
 Research only: product code never imports this module."""
 
 from __future__ import annotations

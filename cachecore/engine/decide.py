@@ -28,7 +28,15 @@ from typing import Any
 
 from cachecore.engine.boundary import CONFIDENCE_DECIMALS, asked_before, blocks_prefetch, prefetch_cut
 from cachecore.engine.budget import fit_to_budget
-from cachecore.engine.evidence import Idf, TextEvidence, TrailContext, match_features, rival_coverage
+from cachecore.engine.evidence import (
+    FEATURES,
+    Idf,
+    TextEvidence,
+    TrailContext,
+    match_features,
+    rival_coverage,
+    sentence_rival,
+)
 from cachecore.engine.hint import hint_text
 from cachecore.engine.outcome import Outcome, SectionState, section_state
 from cachecore.engine.pairfeatures import HYBRID_COSINE_WEIGHT, PairScorer, trigram_similarity
@@ -62,6 +70,8 @@ class Reason(StrEnum):
 # Trails merged into a prefetch are within this much cosine of the best one (measured: merging
 # everything over the threshold tripled the evaluation's false hits). The one definition.
 MERGE_SIMILARITY_MARGIN = 0.05
+# Where the evidence vector says whether a rival was known to weigh the cited text against.
+RIVAL_KNOWN = FEATURES.index("rival_known")
 
 
 class MatchMode(StrEnum):
@@ -113,6 +123,9 @@ class Cited:
     # of its current hash (None: no chunks ready).
     coverage: float | None = None
     trail_coverage: float | None = None
+    # Best cosine of the query against the section's sentences of its current hash (None: no
+    # sentences ready).
+    sentence_coverage: float | None = None
     # The section exists but its scopes hide it from this read (issue 21): it counts as missing
     # and is never asked of the resolver.
     hidden: bool = False
@@ -248,6 +261,16 @@ def candidate_coverage(scored: Scored, *, of_trail: bool = False) -> float | Non
     return max(known) if len(known) == len(with_text) else None
 
 
+def sentence_coverage(scored: Scored) -> float | None:
+    """Best sentence cosine of the query over the candidate's valid sections with text; unknown
+    (None) unless every one of them has sentences for its current hash."""
+    with_text = [c for c in scored.valid if c.text is not None]
+    if not with_text or not scored.all_valid or not scored.servable:
+        return None
+    known = [c.sentence_coverage for c in with_text if c.sentence_coverage is not None]
+    return max(known) if len(known) == len(with_text) else None
+
+
 def coverage_pending(scored: Scored) -> bool:
     """Coverage is unknown only because chunks are not ready: every cited section is valid with
     text, and some have no chunks for their current hash yet (a large upsert's chunk job)."""
@@ -269,11 +292,13 @@ def decide(
     budget: int,
     idf: Idf,
     rivals: Sequence[tuple[str, float]] = (),
+    sentence_rivals: Sequence[tuple[str, float]] = (),
 ) -> RecallDecision:
     """The answer to a recall of ``query`` (normalised) from its nearest candidates (best
     cosine first) with their cited sections' state and coverage. ``rivals``: the tenant's
     sections that cover the query best, best first (``selectors.rivals``), against which each
-    candidate's cited text is weighed."""
+    candidate's cited text is weighed; ``sentence_rivals``: the best sentence cosine of those
+    of them whose sentences are known."""
     if not candidates:
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
     top_similarity = round(candidates[0].similarity, 4)
@@ -299,15 +324,19 @@ def decide(
         # chunks will give (the scorer reads unknown coverage as poor evidence): the answer is
         # then the hint it is likely to be, never a miss for want of chunks.
         proxy = candidate.similarity if scored.coverage_pending else None
+        cited_ids = {c.section_id for c in candidate.cited}
         scored.features = match_features(query=asked, trail=context, cosine=candidate.similarity, idf=idf,
                                          coverage=scored.coverage if proxy is None else proxy,
                                          trail_coverage=scored.trail_coverage if proxy is None else proxy,
-                                         rival=None if proxy is not None else
-                                         rival_coverage(rivals, (c.section_id for c in candidate.cited)))
+                                         rival=None if proxy is not None else rival_coverage(rivals, cited_ids),
+                                         sentences=None if proxy is not None else sentence_coverage(scored),
+                                         sentence_rival=None if proxy is not None else
+                                         sentence_rival(sentence_rivals, cited_ids))
         # The very same question (normalised) asks the same thing by definition; the scorer is
         # calibrated on reworded questions and must not second-guess it.
         same = bool(candidate.query_normalised) and candidate.query_normalised == query
-        scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer)
+        scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer,
+                            rivals_known=bool(scored.features[RIVAL_KNOWN]))
         scored.confidence = 1.0 if same else scorer.score(scored.features)
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = views_conflict(asked.polarity, context.question.polarity)

@@ -43,7 +43,14 @@ FEATURES = (
     "rival_margin",
     "rival_known",
     "specifics_unexplained",
+    "sentence_margin",
+    "sentence_known",
 )
+
+# Evidence that is unknown when its flag is 0 (the margins: no rival known, or the cited or
+# rival sentences not embedded yet). The scorer reads an unknown one at its mean, as no evidence
+# either way: its 0 would otherwise read as a margin better than most.
+UNKNOWN_UNLESS = {"rival_margin": "rival_known", "sentence_margin": "sentence_known"}
 
 
 def section_terms(text: str | None) -> set[str]:
@@ -144,6 +151,14 @@ def rival_coverage(best_sections: Sequence[tuple[str, float]], cited_ids: Iterab
     return best_sections[-1][1] if best_sections else None
 
 
+def sentence_rival(sentences: Sequence[tuple[str, float]], cited_ids: Iterable[str]) -> float | None:
+    """The best sentence cosine of the query in a section the trail does not cite, among the
+    tenant's best-covering sections whose sentences are known (``sentences``: section id and
+    its best sentence cosine). None: none of them is known, or the trail cites them all."""
+    cited = set(cited_ids)
+    return max((cosine for section_id, cosine in sentences if section_id not in cited), default=None)
+
+
 @dataclass(frozen=True)
 class TextEvidence:
     """What the evidence reads of one normalised question, computed once per recall for the
@@ -193,11 +208,14 @@ def match_features(
     coverage: float | None,
     trail_coverage: float | None = None,
     rival: float | None = None,
+    sentences: float | None = None,
+    sentence_rival: float | None = None,
 ) -> list[float]:
     """The evidence vector of (query, trail), in ``FEATURES`` order. ``coverage`` is the best
     cosine of the query against the cited chunks and
     ``trail_coverage`` that of the trail's own question, ``rival`` that of the best section the
-    trail does not cite (None: unknown; see ``rival_coverage``).
+    trail does not cite (None: unknown; see ``rival_coverage``); ``sentences`` and
+    ``sentence_rival`` the same two at sentence level (see ``sentence_rival``).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     question = trail.question
     q_terms = query.content
@@ -227,4 +245,8 @@ def match_features(
         coverage - rival if coverage is not None and rival is not None else 0.0,
         1.0 if coverage is not None and rival is not None else 0.0,
         _specifics_unexplained(query, question, trail.cited_text),
+        # The same margin weighed sentence by sentence: a neighbouring section often shares the
+        # cited section's topic passage by passage, but not the one sentence that answers.
+        sentences - sentence_rival if sentences is not None and sentence_rival is not None else 0.0,
+        1.0 if sentences is not None and sentence_rival is not None else 0.0,
     ]

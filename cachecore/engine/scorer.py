@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from cachecore.engine.evidence import FEATURES
+from cachecore.engine.evidence import FEATURES, UNKNOWN_UNLESS
 from cachecore.engine.pairfeatures import sigmoid
 
 SCORER_PATH = Path(__file__).resolve().parent / "match_scorer.json"
@@ -89,9 +89,16 @@ class MatchScorer:
 
     def score(self, features: Sequence[float]) -> float:
         """P(same need) from the evidence vector in ``FEATURES`` order (a scorer of fewer
-        features reads its own)."""
+        features reads its own; evidence its flag marks unknown, ``UNKNOWN_UNLESS``, at its
+        mean)."""
         values = features if self.features == FEATURES else [features[FEATURES.index(f)] for f in self.features]
-        z = self.bias + sum(w * (x - m) / s for w, x, m, s in zip(self.weights, values, self.means, self.scales))
+        z = self.bias
+        for feature, w, x, m, s in zip(self.features, self.weights, values, self.means, self.scales):
+            flag = UNKNOWN_UNLESS.get(feature)
+            # Unknown evidence (its flag 0) is read at its mean: neither for nor against.
+            if flag is not None and not features[FEATURES.index(flag)]:
+                x = m
+            z += w * (x - m) / s
         return sigmoid(z)
 
 
@@ -112,9 +119,15 @@ def default_question_scorer() -> MatchScorer:
     return MatchScorer.load(QUESTION_SCORER_PATH).aligned_to(default_match_scorer())
 
 
-def scorer_for(trail_coverage: float | None, *, document: MatchScorer, question: MatchScorer | None) -> MatchScorer:
+def scorer_for(trail_coverage: float | None, *, document: MatchScorer, question: MatchScorer | None,
+               rivals_known: bool = True) -> MatchScorer:
     """The scorer of a candidate: ``question`` when its cited text restates the trail's question
-    (``trail_coverage`` ≥ ``RESTATES_QUESTION``) and there is one, else ``document``."""
-    if question is not None and trail_coverage is not None and trail_coverage >= RESTATES_QUESTION:
+    (``trail_coverage`` ≥ ``RESTATES_QUESTION``) or when no rival is known to weigh its cited
+    text against (``rivals_known`` false: chunks pending, a tenant's large upsert still being
+    embedded), and there is one, else ``document``. The document scorer leans on the section
+    evidence; without it, the question evidence is all there is, and the question scorer is the
+    one fitted on that alone."""
+    if question is not None and (not rivals_known
+                                 or (trail_coverage is not None and trail_coverage >= RESTATES_QUESTION)):
         return question
     return document

@@ -47,3 +47,13 @@ def split_chunks(text: str, *, max_words: int = 60, max_chunks: int = 200) -> li
     if current and len(chunks) < max_chunks:
         chunks.append(" ".join(current))
     return chunks
+
+
+# Sentences kept per section for the sentence-level evidence (a long section's first ones).
+MAX_SENTENCES = 200
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a section (as ``split_chunks`` splits them, one per piece), for the
+    sentence-level evidence of which section answers a query. Bounded at ``MAX_SENTENCES``."""
+    return split_chunks(text, max_words=1, max_chunks=MAX_SENTENCES)

@@ -16,6 +16,7 @@ from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
 from cachecore.selectors.recalls import exemplars_sql
+from cachecore.selectors.sections import SENTENCE_COVERAGE_SQL
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
 
@@ -59,20 +60,21 @@ def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with
     ``c.trail_id``; its parameters, if any, follow these). ``with_coverage``: the statement
     defines ``QUERY_VECTOR_CTE``."""
     coverage = (
-        "cov.query, cov.trail, c.position FROM cachecore_citation c "
+        "cov.query, cov.trail, sen.query, c.position FROM cachecore_citation c "
         "JOIN cachecore_trail tr ON tr.tenant_id = c.tenant_id AND tr.id = c.trail_id "
         f"LEFT JOIN cachecore_section s ON {SECTION_OF_CITATION} "
         f"LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> {QUERY_VECTOR})) AS query, "
         "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
-        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true"
+        "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true "
+        f"LEFT JOIN LATERAL ({SENTENCE_COVERAGE_SQL}) sen ON true"
         if with_coverage else
-        "NULL::float8, NULL::float8, c.position FROM cachecore_citation c "
+        "NULL::float8, NULL::float8, NULL::float8, c.position FROM cachecore_citation c "
         f"LEFT JOIN cachecore_section s ON {SECTION_OF_CITATION}"
     )
     visible, visible_params = _visibility_sql(caller, scope)
     params: list[object] = [query_terms, query_terms, query_terms, *visible_params]
     if with_coverage:
-        params.append(get_embedder().version)
+        params += [get_embedder().version] * 2
     sql = (
         "SELECT c.trail_id, c.section_id, c.recorded_hash, s.sha256, s.text, s.token_count, s.id, "
         "CASE WHEN cardinality(%s::text[]) > 0 AND s.terms && %s::text[] "
@@ -87,7 +89,7 @@ def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with
 
 
 # Columns of a cited_sql row (the last one: the citation's position in its trail).
-CITED_COLUMNS = 12
+CITED_COLUMNS = 13
 
 
 def cited_from_row(row: Sequence[Any], *, with_coverage: bool) -> Cited:
@@ -98,6 +100,7 @@ def cited_from_row(row: Sequence[Any], *, with_coverage: bool) -> Cited:
         row[1], row[2], row[3], row[4], row[5] or 0, row[6], query_terms=frozenset(row[7] or ()),
         coverage=float(row[9]) if row[9] is not None else None,
         trail_coverage=float(row[10]) if row[10] is not None else None,
+        sentence_coverage=float(row[11]) if row[11] is not None else None,
         # Read with the query's embedding, a mirrored section with text and no coverage
         # has no chunks for its current hash yet (a resolver's sections never have any).
         chunks_pending=with_coverage and row[6] is not None and row[4] is not None and row[9] is None,

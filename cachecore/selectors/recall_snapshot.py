@@ -113,14 +113,17 @@ def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str]
     rows = _execute(settings_sql, statement, [vector, *params])
     if not rows:
         return Covering()
-    ids, cosines, pending = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0)
-    # Each row after those three: a citing trail, its exemplars, one of its cited sections.
-    found = candidates_from_rows(rows, at=3, cited_at=3 + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS, via_sections=True)
+    ids, cosines, pending, sentences = rows[0][0] or [], rows[0][1] or [], int(rows[0][2] or 0), rows[0][3] or []
+    # Each row after those four: a citing trail, its exemplars, one of its cited sections.
+    found = candidates_from_rows(rows, at=4, cited_at=4 + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS, via_sections=True)
     # Best first: an id held by sections of two namespaces counts once, at its best.
     best: dict[str, float] = {}
-    for section_id, cosine in zip(ids, cosines):
+    by_sentence: dict[str, float] = {}
+    for section_id, cosine, sentence in zip(ids, cosines, sentences, strict=True):
         best.setdefault(str(section_id), float(cosine))
-    return Covering(list(best.items()), found, pending)
+        if sentence is not None:
+            by_sentence[str(section_id)] = max(float(sentence), by_sentence.get(str(section_id), -1.0))
+    return Covering(list(best.items()), found, chunks_pending=pending, sentences=list(by_sentence.items()))
 
 
 # Planning the statement costs about as much as running it (≈ 1 ms each on the bench's data),

@@ -17,6 +17,7 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate
 from cachecore.selectors.citations import candidate_laterals_sql
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE
+from cachecore.selectors.sections import SENTENCE_COVERAGE_SQL
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
@@ -33,6 +34,8 @@ RIVAL_CHUNKS = 64
 # index); larger ones go through the chunks' HNSW index with iterative scan.
 EXACT_MAX_CHUNKS = 2000
 _HNSW_EF_SEARCH = 100
+# The order of the best sections' arrays (ties broken the same way in each).
+BEST_ORDER = "best.cos DESC, best.external_id, best.namespace"
 # Pending sections are counted up to this many (on the partial index of pending sections).
 PENDING_COUNT_CAP = 1000
 
@@ -76,6 +79,9 @@ class Covering:
 
     sections: list[tuple[str, float]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    # The same sections' best sentence cosines (section id, cosine), where their sentences are
+    # known: the sentence-level rivals (``engine/evidence.sentence_rival``).
+    sentences: list[tuple[str, float]] = field(default_factory=list)
     # Sections of the tenant still waiting for their chunks (counted up to PENDING_COUNT_CAP):
     # the best-covering list may miss one of them (engine/evidence.rivals_complete).
     chunks_pending: int = 0
@@ -99,7 +105,8 @@ def covering_sql(
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
     large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
     what it holds must not shape another scope's answer. Its rows: the best sections' ids and
-    cosines and the pending count (every row), then a citing trail's candidate columns, its
+    cosines, the pending count and the best sections' best sentence cosines (every row), then a
+    citing trail's candidate columns, its
     exemplars and one of its cited sections (``recall_snapshot.candidates_from_rows``)."""
     tenant = caller.tenant
     model = get_embedder().version
@@ -150,10 +157,14 @@ def covering_sql(
                                                               trail="citing")
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, {best}, {chosen}, {citing} "
-        "SELECT (SELECT array_agg(external_id ORDER BY cos DESC) FROM best), "
-        "(SELECT array_agg(cos ORDER BY cos DESC) FROM best), "
+        f"SELECT (SELECT array_agg(external_id ORDER BY {BEST_ORDER}) FROM best), "
+        f"(SELECT array_agg(cos ORDER BY {BEST_ORDER}) FROM best), "
         "(SELECT count(*) FROM (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
         f"AND p.text IS NOT NULL LIMIT {int(PENDING_COUNT_CAP)}) p), "
+        # Each best section's best sentence, in the same order (NULL: its sentences wait).
+        f"(SELECT array_agg(sen.query ORDER BY {BEST_ORDER}) FROM best "
+        "LEFT JOIN cachecore_section s ON s.tenant_id = %s AND s.external_id = best.external_id "
+        f"AND s.namespace = best.namespace LEFT JOIN LATERAL ({SENTENCE_COVERAGE_SQL}) sen ON true), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
         "citing.has_positives, ex.cosines, ex.bars, ex.cited, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
         f"LEFT JOIN LATERAL ({exemplars}) ex ON true LEFT JOIN LATERAL ({cited}) cit ON true "
@@ -162,7 +173,7 @@ def covering_sql(
     params: list[object] = [
         tenant.pk, model, not caller.scope_limited, scope, threshold,
         tenant.pk, tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude],
-        tenant.pk, *lateral_params,
+        tenant.pk, tenant.pk, model, *lateral_params,
     ]
     return settings_sql, statement, params
 

@@ -16,10 +16,18 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM
 from cachecore.errors import NotFound
 from cachecore.models import Citation, Section
-from cachecore.selectors.nearest import vector_literal
+from cachecore.selectors.nearest import QUERY_VECTOR, vector_literal
 from tenants.caller import Caller
 from tenants.models import Tenant
 from tenants.scopes import SHARED_NAMESPACE, entries_admit_scope_sql, entries_visible
+
+# The best cosine of the query (``nearest.QUERY_VECTOR_CTE``) to a sentence of the section
+# aliased ``s``, of its current hash and the current model (one placeholder: the model): the
+# sentence-level evidence of which section answers (``engine/evidence.py``). NULL: no sentences.
+SENTENCE_COVERAGE_SQL = (
+    f"SELECT max(1 - (se.embedding <=> {QUERY_VECTOR})) AS query FROM cachecore_sectionsentence se "
+    "WHERE se.section_id = s.id AND se.sha256 = s.sha256 AND se.embedding_model = %s"
+)
 
 
 def namespace_asked(caller: Caller, namespace: str | None) -> str | None:

@@ -85,8 +85,10 @@ def tenant_policy(tenant: Tenant) -> Policy:
 class _Read:
     candidates: list[Candidate]
     idf: Idf
-    # The tenant's sections covering the query best (the evidence against a trail citing others).
+    # The tenant's sections covering the query best (the evidence against a trail citing others),
+    # and the best sentence cosine of those whose sentences are known.
     rivals: list[tuple[str, float]] = field(default_factory=list)
+    sentence_rivals: list[tuple[str, float]] = field(default_factory=list)
 
 
 def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
@@ -105,8 +107,8 @@ def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read
     # While many sections wait for their chunks, the best-covering list may miss the one that
     # answers: no evidence against the others then (the rival is unknown), only candidates.
     complete = rivals_complete(pending=cover.chunks_pending, sections=snapshot.sections)
-    rivals = cover.sections if complete else []
-    return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), rivals)
+    rivals, sentences = (cover.sections, cover.sentences) if complete else ([], [])
+    return _Read(snapshot.candidates + cover.candidates, Idf(snapshot.sections, snapshot.df), rivals, sentences)
 
 
 def _resolve_remote(*, tenant: Tenant, candidates: list[Candidate]) -> list[Candidate]:
@@ -162,6 +164,7 @@ def recall(
     decision = decide(
         query=normalised, candidates=candidates, policy=policy,
         budget=budget_tokens or tenant.default_budget_tokens, idf=read.idf, rivals=read.rivals,
+        sentence_rivals=read.sentence_rivals,
     )
     clock.lap("scoring")
     latency_ms = round((time.perf_counter() - started) * 1000, 3)

@@ -11,8 +11,8 @@ from django.db import transaction
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
-from cachecore.models import NO_EXEMPLAR, RecallEvent, SectionChunk, Trail
-from cachecore.services.sections import section_chunks_compute
+from cachecore.models import NO_EXEMPLAR, RecallEvent, Section, SectionChunk, Trail
+from cachecore.services.sections import section_chunks_compute, section_sentences_compute
 
 BATCH = 500
 
@@ -31,9 +31,10 @@ class RefreshResult:
 
 
 def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) -> RefreshResult:
-    """Re-embed trails (their normalised question) and section chunks stored under another
-    model, ``batch`` rows at a time claimed with SKIP LOCKED (two workers split the work).
-    Idempotent: a second run finds nothing."""
+    """Re-embed trails (their normalised question) and section chunks and sentences stored under
+    another model, and embed the sentences of sections chunked before sentences were, ``batch``
+    rows at a time claimed with SKIP LOCKED (two workers split the work). Idempotent: a second
+    run finds nothing."""
     embedder = get_embedder()
     version = embedder.version
     trails = sections = 0
@@ -56,6 +57,19 @@ def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) ->
         if not pks:
             break
         section_chunks_compute(section_pks=pks)
+        sections += len(pks)
+    # Sections chunked before sentences were computed (migration 0025): their sentences. A
+    # section whose text holds no sentence gets none, so each is tried once per run.
+    tried: set[int] = set()
+    while max_batches is None or done < max_batches:
+        done += 1
+        pks = [pk for pk in Section.objects.filter(chunks_ready=True, text__isnull=False)
+               .exclude(sentences__embedding_model=version).exclude(pk__in=tried)
+               .order_by("pk").values_list("pk", flat=True)[:batch]]
+        if not pks:
+            break
+        section_sentences_compute(section_pks=pks)
+        tried.update(pks)
         sections += len(pks)
     exemplars = 0
     while max_batches is None or done < max_batches:

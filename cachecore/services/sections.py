@@ -16,13 +16,14 @@ from django.utils import timezone
 from cachecore.access import require_permission
 from cachecore.embedding import get_embedder
 from cachecore.engine.evidence import SECTION_COUNT_TERM, section_terms
-from cachecore.engine.text import content_hash, split_chunks
+from cachecore.engine.text import content_hash, split_chunks, split_sentences
 from cachecore.errors import InvalidInput, NotFound, ScopeForbidden
 from cachecore.models import (
     Job,
     JobKind,
     Section,
     SectionChunk,
+    SectionSentence,
     Trail,
     TrailStatus,
 )
@@ -320,7 +321,7 @@ def section_chunks_job_run(job: Job) -> dict[str, int]:
 
 
 def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
-    """(Re)compute chunk embeddings of the given sections from their current text.
+    """(Re)compute chunk and sentence embeddings of the given sections from their current text.
     Idempotent; sections gone or without text are skipped. Returns chunks written."""
     sections = list(Section.objects.filter(pk__in=section_pks).only("pk", "tenant_id", "text", "sha256"))
     pending: list[tuple[Section, list[str]]] = [
@@ -337,15 +338,49 @@ def section_chunks_compute(*, section_pks: Sequence[int]) -> int:
                                      sha256=section.sha256, text=chunk,
                                      embedding=vectors[i], embedding_model=embedder.version))
             i += 1
+    sentences = _sentence_rows([s for s, _ in pending])
     with transaction.atomic():
         # Only sections whose text did not change meanwhile get these chunks.
-        current = dict(Section.objects.select_for_update().filter(pk__in=[s.pk for s, _ in pending])
-                       .values_list("pk", "sha256"))
-        fresh = {s.pk for s, _ in pending if current.get(s.pk) == s.sha256}
+        fresh = _fresh(pending=[s for s, _ in pending])
         SectionChunk.objects.filter(section_id__in=section_pks).delete()
         SectionChunk.objects.bulk_create([r for r in rows if r.section_id in fresh], batch_size=500)
+        SectionSentence.objects.filter(section_id__in=section_pks).delete()
+        SectionSentence.objects.bulk_create([r for r in sentences if r.section_id in fresh], batch_size=1000)
         Section.objects.filter(pk__in=fresh).update(chunks_ready=True)
     return sum(1 for r in rows if r.section_id in fresh)
+
+
+def section_sentences_compute(*, section_pks: Sequence[int]) -> int:
+    """(Re)compute the sentence embeddings alone of the given sections from their current text
+    (sections whose chunks were computed before sentences were, or came from elsewhere).
+    Idempotent; sections gone or without text are skipped. Returns sentences written."""
+    sections = [s for s in Section.objects.filter(pk__in=section_pks).only("pk", "text", "sha256") if s.text]
+    rows = _sentence_rows(sections)
+    with transaction.atomic():
+        fresh = _fresh(pending=sections)
+        SectionSentence.objects.filter(section_id__in=section_pks).delete()
+        kept = [r for r in rows if r.section_id in fresh]
+        SectionSentence.objects.bulk_create(kept, batch_size=1000)
+    return len(kept)
+
+
+def _sentence_rows(sections: Sequence[Section]) -> list[SectionSentence]:
+    """Each section's sentences (``split_sentences``) embedded, as unsaved rows."""
+    split = [(s, split_sentences(s.text or "")) for s in sections]
+    texts = [sentence for _, sentences in split for sentence in sentences]
+    embedder = get_embedder()
+    vectors = iter(embedder.embed(texts) if texts else [])
+    return [SectionSentence(section=s, ordinal=ordinal, sha256=s.sha256, embedding=next(vectors),
+                            embedding_model=embedder.version)
+            for s, sentences in split for ordinal in range(len(sentences))]
+
+
+def _fresh(*, pending: Sequence[Section]) -> set[int]:
+    """Of sections read before embedding, those whose hash is still the one read (their rows
+    are locked until the caller's transaction ends)."""
+    current = dict(Section.objects.select_for_update().filter(pk__in=[s.pk for s in pending])
+                   .values_list("pk", "sha256"))
+    return {s.pk for s in pending if current.get(s.pk) == s.sha256}
 
 
 register(JobKind.SECTION_CHUNKS, section_chunks_job_run)

@@ -25,11 +25,11 @@ from django.db import connection
 from psycopg.types.json import Jsonb
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.text import content_hash, normalise_query, split_chunks
+from cachecore.engine.text import content_hash, normalise_query, split_chunks, split_sentences
 from research.bench import corpus
 from tenants.models import Tenant
 
-SEED_VERSION = 3
+SEED_VERSION = 4  # 4: sections' sentences (cachecore 0025)
 TENANT_PREFIX = "bench-"
 SCOPE_SHARES = [("default", 0.70), ("group:premium", 0.20), ("paper:1", 0.05), ("paper:2", 0.03), ("paper:3", 0.02)]
 BULK_TABLES = ("cachecore_trail", "cachecore_citation")
@@ -177,8 +177,8 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
         restore_indexes(conn)
         conn.execute("DELETE FROM bench_meta WHERE key IN ('params', 'seed_stats')")
         conn.execute("TRUNCATE bench_probe")
-        conn.execute("TRUNCATE cachecore_citation, cachecore_sectionchunk, cachecore_recallevent, "
-                     "cachecore_trail, cachecore_section")
+        conn.execute("TRUNCATE cachecore_citation, cachecore_sectionchunk, cachecore_sectionsentence, "
+                     "cachecore_recallevent, cachecore_trail, cachecore_section")
     Tenant.objects.filter(slug__startswith=TENANT_PREFIX).delete()
 
     sizes = tenant_sizes(params.trails, params.tenants)
@@ -195,6 +195,9 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
     chunks = {t: split_chunks(t) for t in distinct}
     flat = [c for t in distinct for c in chunks[t]]
     chunk_vectors = dict(zip(flat, _embed(flat, log, "section chunks")))
+    sentences = {t: split_sentences(t) for t in distinct}
+    flat_sentences = sorted({s for t in distinct for s in sentences[t]})
+    sentence_vectors = dict(zip(flat_sentences, _embed(flat_sentences, log, "section sentences")))
     hashes = {t: content_hash(t) for t in distinct}
     now = datetime.now(UTC)
 
@@ -234,6 +237,13 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
                     text = texts_by_product[product_of[tenant_id]][ext_id]
                     for ordinal, chunk in enumerate(chunks[text]):
                         copy.write_row([pk, tenant_id, ordinal, hashes[text], chunk, chunk_vectors[chunk], model])
+            with cur.copy("COPY cachecore_sectionsentence (section_id, ordinal, sha256, embedding, embedding_model) "
+                          "FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "int4", "varchar", "vector", "varchar"])
+                for (tenant_id, ext_id), pk in section_pk.items():
+                    text = texts_by_product[product_of[tenant_id]][ext_id]
+                    for ordinal, sentence in enumerate(sentences[text]):
+                        copy.write_row([pk, ordinal, hashes[text], sentence_vectors[sentence], model])
 
             trail_cols = ("id, tenant_id, scope, query, query_normalised, embedding, steps, status, signal_source, "
                           "signal_accepted, subject, hits, positive_feedback, negative_feedback, created_at, "
@@ -326,7 +336,8 @@ def seed(params: SeedParams, *, log: Log = print, maintenance_work_mem: str = ""
         # migration has dropped since.
         conn.execute("DELETE FROM bench_meta WHERE key = 'index_defs'")
         t0 = time.perf_counter()
-        conn.execute("VACUUM ANALYZE cachecore_trail, cachecore_citation, cachecore_section, cachecore_sectionchunk")
+        conn.execute("VACUUM ANALYZE cachecore_trail, cachecore_citation, cachecore_section, cachecore_sectionchunk, "
+                     "cachecore_sectionsentence")
         stats["vacuum_analyze_s"] = round(time.perf_counter() - t0, 2)
         stats["seed_total_s"] = round(time.perf_counter() - started, 2)
         stats["sizes"] = sizes[:5] + ([sizes[-1]] if len(sizes) > 5 else [])

@@ -1,12 +1,12 @@
-"""research.corpora.chunks_ensure_cached gives a tenant the very chunk rows the product's own
-path computes, from the cache when the (hash, model) was seen before."""
+"""research.corpora.chunks_ensure_cached gives a tenant the very chunk and sentence rows the
+product's own path computes, from the cache when the (hash, model) was seen before."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cachecore.models import Section, SectionChunk
+from cachecore.models import Section, SectionChunk, SectionSentence
 from cachecore.services.sections import sections_upsert
 from research.corpora import chunks_ensure_cached
 from tenants.caller import tenant_caller
@@ -22,6 +22,12 @@ def _rows(tenant):
             .order_by("section__external_id", "ordinal")]
 
 
+def _sentence_rows(tenant):
+    return [(s.section.external_id, s.ordinal, s.sha256, np.round(np.asarray(s.embedding), 5).tolist())
+            for s in SectionSentence.objects.filter(section__tenant=tenant).select_related("section")
+            .order_by("section__external_id", "ordinal")]
+
+
 def test_the_second_tenant_gets_the_same_chunks_from_the_cache(make_tenant, tmp_path):
     first, second = make_tenant(), make_tenant()
     for tenant in (first, second):
@@ -32,3 +38,5 @@ def test_the_second_tenant_gets_the_same_chunks_from_the_cache(make_tenant, tmp_
     assert chunks_ensure_cached(tenant=second, section_ids=list(TEXTS), cache_dir=tmp_path) == 0
     assert _rows(first) == _rows(second) and len(_rows(first)) >= 3
     assert set(Section.objects.filter(tenant=second).values_list("chunks_ready", flat=True)) == {True}
+    assert _sentence_rows(first) == _sentence_rows(second) and len(_sentence_rows(first)) == 21
+    assert list(tmp_path.glob("sentences-*.pkl"))

@@ -102,3 +102,21 @@ def test_a_section_cited_by_many_trails_is_read_up_to_its_cap(caller):
     capped = _covering(caller, "default", query, citing_per_section=2).candidates
     assert len(capped) == 2 and all(c.via_sections for c in capped)
     assert all([s.section_id for s in c.cited] == ["broker#visibility"] for c in capped)
+
+
+@pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
+def test_the_best_sections_come_with_their_best_sentence(caller, exact_max_chunks):
+    from cachecore.models import SectionSentence
+
+    caller.upsert(SECTIONS)
+    query = "how long does the broker wait for an ack before redelivery?"
+    found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
+    sentences = dict(found.sentences)
+    assert set(sentences) == {s for s, _ in found.sections}
+    # Each is the query's best cosine to one of the section's sentences (here one sentence each).
+    assert sentences["broker#visibility"] == pytest.approx(dict(found.sections)["broker#visibility"], abs=1e-4)
+    # A section whose sentences are gone (or of an older text) has none: unknown, not poor.
+    SectionSentence.objects.filter(section__external_id="tasks#retry").delete()
+    SectionSentence.objects.filter(section__external_id="broker#prefetch").update(sha256="0" * 64)
+    assert set(dict(_covering(caller, "default", query, exact_max_chunks=exact_max_chunks).sentences)) == {
+        "broker#visibility"}
