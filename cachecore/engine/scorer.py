@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from cachecore.engine.evidence import FEATURES, UNKNOWN_UNLESS
@@ -93,13 +93,18 @@ class MatchScorer:
         mean)."""
         values = features if self.features == FEATURES else [features[FEATURES.index(f)] for f in self.features]
         z = self.bias
-        for feature, w, x, m, s in zip(self.features, self.weights, values, self.means, self.scales):
-            flag = UNKNOWN_UNLESS.get(feature)
+        for w, x, m, s, flag in zip(self.weights, values, self.means, self.scales, self._flags):
             # Unknown evidence (its flag 0) is read at its mean: neither for nor against.
-            if flag is not None and not features[FEATURES.index(flag)]:
+            if flag is not None and not features[flag]:
                 x = m
             z += w * (x - m) / s
         return sigmoid(z)
+
+    @cached_property
+    def _flags(self) -> tuple[int | None, ...]:
+        """For each of this scorer's features, the position in ``FEATURES`` of the flag that
+        says whether it is known (``UNKNOWN_UNLESS``), else None."""
+        return tuple(FEATURES.index(UNKNOWN_UNLESS[f]) if f in UNKNOWN_UNLESS else None for f in self.features)
 
 
 def _logit(p: float) -> float:
