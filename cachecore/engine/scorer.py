@@ -128,8 +128,9 @@ def scorer_for(trail_coverage: float | None, *, document: MatchScorer, question:
                rivals_known: bool = True) -> MatchScorer:
     """The scorer of a candidate: ``question`` when its cited text restates the trail's question
     (``trail_coverage`` ≥ ``RESTATES_QUESTION``) or when no rival is known to weigh its cited
-    text against (``rivals_known`` false: chunks pending, a tenant's large upsert still being
-    embedded), and there is one, else ``document``. The document scorer leans on the section
+    text against (``rivals_known`` false: its chunks pending, a large upsert still being
+    embedded, or its sections' coverage unknown, as for a resolver's sections), and there is
+    one, else ``document``. The document scorer leans on the section
     evidence; without it, the question evidence is all there is, and the question scorer is the
     one fitted on that alone."""
     if question is not None and (not rivals_known
