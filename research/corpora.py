@@ -152,15 +152,7 @@ def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=Non
     missing = [s for s in pending if s.sha256 not in cache]
     computed = chunks_ensure(tenant=tenant, section_ids=[s.external_id for s in missing], on_batch=on_batch)
     if missing:
-        import numpy as np
-
-        by_section: dict[int, list] = {}
-        for pk, vector in (SectionChunk.objects.filter(section_id__in=[s.pk for s in missing], embedding_model=model)
-                           .order_by("section_id", "ordinal").values_list("section_id", "embedding")):
-            by_section.setdefault(pk, []).append(np.asarray(vector, dtype=np.float32))
-        for s in missing:
-            if s.pk in by_section:
-                cache[s.sha256] = np.stack(by_section[s.pk])
+        _cache_add(cache, SectionChunk, missing, model=model)
         _cache_write(path, cache)
     _sentences_ensure_cached(tenant=tenant, section_ids=section_ids, model=model,
                              path=cache_dir / f"sentences-{model.replace('/', '_').replace('@', '-')}.pkl")
@@ -173,7 +165,6 @@ def _sentences_ensure_cached(*, tenant: object, section_ids: list[str], model: s
     ``section_sentences_compute``; every section's vectors end up in the cache."""
     import pickle
 
-    import numpy as np
     from django.db import transaction
 
     from cachecore.models import Section, SectionSentence
@@ -194,14 +185,22 @@ def _sentences_ensure_cached(*, tenant: object, section_ids: list[str], model: s
         section_sentences_compute(section_pks=missing[start:start + 50])
     uncached = [s for s in sections if s.sha256 not in cache]
     if uncached:
-        by_section: dict[int, list] = {}
-        for pk, vector in (SectionSentence.objects.filter(section__in=uncached, embedding_model=model)
-                           .order_by("section_id", "ordinal").values_list("section_id", "embedding")):
-            by_section.setdefault(pk, []).append(np.asarray(vector, dtype=np.float32))
-        for s in uncached:
-            if s.pk in by_section:
-                cache[s.sha256] = np.stack(by_section[s.pk])
+        _cache_add(cache, SectionSentence, uncached, model=model)
         _cache_write(path, cache)
+
+
+def _cache_add(cache: dict[str, object], rows: type, sections: list, *, model: str) -> None:
+    """Each section's stored vectors of ``rows`` (a model of per-section vectors with an
+    ordinal: chunks or sentences) under its hash in ``cache``, in order."""
+    import numpy as np
+
+    by_section: dict[int, list] = {}
+    for pk, vector in (rows.objects.filter(section_id__in=[s.pk for s in sections], embedding_model=model)
+                       .order_by("section_id", "ordinal").values_list("section_id", "embedding")):
+        by_section.setdefault(pk, []).append(np.asarray(vector, dtype=np.float32))
+    for s in sections:
+        if s.pk in by_section:
+            cache[s.sha256] = np.stack(by_section[s.pk])
 
 
 def _cache_write(path: Path, cache: dict[str, object]) -> None:
