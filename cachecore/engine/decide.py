@@ -249,25 +249,16 @@ def first_stage(policy: Policy, query: str, candidate: Candidate) -> bool:
     return HYBRID_COSINE_WEIGHT * candidate.similarity + (1 - HYBRID_COSINE_WEIGHT) * trigram >= threshold
 
 
-def candidate_coverage(scored: Scored, *, of_trail: bool = False) -> float | None:
-    """Best chunk cosine of the query (or of the trail's own question) over the candidate's
-    valid sections with text; unknown (None) unless every one of them has chunks for its
-    current hash (a partial max could escalate wrongly)."""
+def candidate_coverage(scored: Scored, *, of: str = "coverage") -> float | None:
+    """Best cosine over the candidate's valid sections with text, of the ``Cited`` field ``of``:
+    the query against their chunks (``coverage``), the trail's own question against them
+    (``trail_coverage``), or the query against their sentences (``sentence_coverage``); unknown
+    (None) unless every one of them has it for its current hash (a partial max could escalate
+    wrongly)."""
     with_text = [c for c in scored.valid if c.text is not None]
     if not with_text or not scored.all_valid or not scored.servable:
         return None
-    scores = [c.trail_coverage if of_trail else c.coverage for c in with_text]
-    known = [x for x in scores if x is not None]
-    return max(known) if len(known) == len(with_text) else None
-
-
-def sentence_coverage(scored: Scored) -> float | None:
-    """Best sentence cosine of the query over the candidate's valid sections with text; unknown
-    (None) unless every one of them has sentences for its current hash."""
-    with_text = [c for c in scored.valid if c.text is not None]
-    if not with_text or not scored.all_valid or not scored.servable:
-        return None
-    known = [c.sentence_coverage for c in with_text if c.sentence_coverage is not None]
+    known = [x for x in (getattr(c, of) for c in with_text) if x is not None]
     return max(known) if len(known) == len(with_text) else None
 
 
@@ -314,7 +305,7 @@ def decide(
             stale.append(candidate.trail_id)
             continue
         scored.coverage = candidate_coverage(scored)
-        scored.trail_coverage = candidate_coverage(scored, of_trail=True)
+        scored.trail_coverage = candidate_coverage(scored, of="trail_coverage")
         scored.coverage_pending = coverage_pending(scored)
         texts = [c.text for c in candidate.cited if c.text is not None] if specifics else []
         context = TrailContext(candidate.query_normalised, candidate.steps,
@@ -329,7 +320,8 @@ def decide(
                                          coverage=scored.coverage if proxy is None else proxy,
                                          trail_coverage=scored.trail_coverage if proxy is None else proxy,
                                          rival=None if proxy is not None else rival_coverage(rivals, cited_ids),
-                                         sentences=None if proxy is not None else sentence_coverage(scored),
+                                         sentences=None if proxy is not None else
+                                         candidate_coverage(scored, of="sentence_coverage"),
                                          sentence_rival=None if proxy is not None else
                                          sentence_rival(sentence_rivals, cited_ids))
         # The very same question (normalised) asks the same thing by definition; the scorer is

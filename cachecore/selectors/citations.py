@@ -16,7 +16,7 @@ from cachecore.engine.outcome import section_state
 from cachecore.models import Citation, Section, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, vector_literal
 from cachecore.selectors.recalls import exemplars_sql
-from cachecore.selectors.sections import SENTENCE_COVERAGE_SQL
+from cachecore.selectors.sections import sentence_coverage_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql, entries_visible_sql
 
@@ -66,7 +66,7 @@ def cited_sql(*, caller: Caller, scope: str | None, query_terms: list[str], with
         f"LEFT JOIN LATERAL (SELECT max(1 - (ch.embedding <=> {QUERY_VECTOR})) AS query, "
         "max(1 - (ch.embedding <=> tr.embedding)) AS trail FROM cachecore_sectionchunk ch "
         "WHERE ch.section_id = s.id AND ch.sha256 = s.sha256 AND ch.embedding_model = %s) cov ON true "
-        f"LEFT JOIN LATERAL ({SENTENCE_COVERAGE_SQL}) sen ON true"
+        f"LEFT JOIN LATERAL ({sentence_coverage_sql()}) sen ON true"
         if with_coverage else
         "NULL::float8, NULL::float8, NULL::float8, c.position FROM cachecore_citation c "
         f"LEFT JOIN cachecore_section s ON {SECTION_OF_CITATION}"

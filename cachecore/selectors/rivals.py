@@ -17,7 +17,7 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate
 from cachecore.selectors.citations import candidate_laterals_sql
 from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE
-from cachecore.selectors.sections import SENTENCE_COVERAGE_SQL
+from cachecore.selectors.sections import sentence_coverage_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
 
@@ -128,10 +128,11 @@ def covering_sql(
         order = f"ORDER BY {distance} LIMIT {int(RIVAL_CHUNKS)}"
     # A section is its (namespace, id): two of one id in two namespaces are two sections.
     best = (
-        "best AS MATERIALIZED (SELECT external_id, namespace, 1 - min(distance) AS cos FROM "
-        f"(SELECT s.external_id, s.namespace, c.distance FROM (SELECT ch.section_id, ch.sha256, {distance} AS distance "
+        "best AS MATERIALIZED (SELECT external_id, namespace, section_pk, sha256, 1 - min(distance) AS cos FROM "
+        "(SELECT s.external_id, s.namespace, s.id AS section_pk, s.sha256, c.distance FROM "
+        f"(SELECT ch.section_id, ch.sha256, {distance} AS distance "
         f"FROM cachecore_sectionchunk ch WHERE {own} {order}) c {current}) b "
-        f"GROUP BY external_id, namespace ORDER BY cos DESC LIMIT {int(limit)})"
+        f"GROUP BY external_id, namespace, section_pk, sha256 ORDER BY cos DESC LIMIT {int(limit)})"
     )
     chosen = (f"route AS (SELECT external_id, namespace FROM best WHERE cos >= %s ORDER BY cos DESC "
               f"LIMIT {int(route)})")
@@ -162,9 +163,8 @@ def covering_sql(
         "(SELECT count(*) FROM (SELECT 1 FROM cachecore_section p WHERE p.tenant_id = %s AND NOT p.chunks_ready "
         f"AND p.text IS NOT NULL LIMIT {int(PENDING_COUNT_CAP)}) p), "
         # Each best section's best sentence, in the same order (NULL: its sentences wait).
-        f"(SELECT array_agg(sen.query ORDER BY {BEST_ORDER}) FROM best "
-        "LEFT JOIN cachecore_section s ON s.tenant_id = %s AND s.external_id = best.external_id "
-        f"AND s.namespace = best.namespace LEFT JOIN LATERAL ({SENTENCE_COVERAGE_SQL}) sen ON true), "
+        f"(SELECT array_agg(sen.query ORDER BY {BEST_ORDER}) FROM best LEFT JOIN LATERAL "
+        f"({sentence_coverage_sql(section='best.section_pk', sha256='best.sha256')}) sen ON true), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
         "citing.has_positives, ex.cosines, ex.bars, ex.cited, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
         f"LEFT JOIN LATERAL ({exemplars}) ex ON true LEFT JOIN LATERAL ({cited}) cit ON true "
@@ -173,7 +173,7 @@ def covering_sql(
     params: list[object] = [
         tenant.pk, model, not caller.scope_limited, scope, threshold,
         tenant.pk, tenant.pk, scope, timezone.now(), model, [str(t) for t in exclude],
-        tenant.pk, tenant.pk, model, *lateral_params,
+        tenant.pk, model, *lateral_params,
     ]
     return settings_sql, statement, params
 

@@ -21,13 +21,15 @@ from tenants.caller import Caller
 from tenants.models import Tenant
 from tenants.scopes import SHARED_NAMESPACE, entries_admit_scope_sql, entries_visible
 
-# The best cosine of the query (``nearest.QUERY_VECTOR_CTE``) to a sentence of the section
-# aliased ``s``, of its current hash and the current model (one placeholder: the model): the
-# sentence-level evidence of which section answers (``engine/evidence.py``). NULL: no sentences.
-SENTENCE_COVERAGE_SQL = (
-    f"SELECT max(1 - (se.embedding <=> {QUERY_VECTOR})) AS query FROM cachecore_sectionsentence se "
-    "WHERE se.section_id = s.id AND se.sha256 = s.sha256 AND se.embedding_model = %s"
-)
+
+def sentence_coverage_sql(*, section: str = "s.id", sha256: str = "s.sha256") -> str:
+    """The best cosine of the query (``nearest.QUERY_VECTOR_CTE``) to a sentence of the section
+    whose key and current hash the SQL expressions ``section`` and ``sha256`` give, of the
+    current model (one placeholder: the model), as a SELECT for a lateral join: the
+    sentence-level evidence of which section answers (``engine/evidence.py``). NULL: no
+    sentences."""
+    return (f"SELECT max(1 - (se.embedding <=> {QUERY_VECTOR})) AS query FROM cachecore_sectionsentence se "
+            f"WHERE se.section_id = {section} AND se.sha256 = {sha256} AND se.embedding_model = %s")
 
 
 def namespace_asked(caller: Caller, namespace: str | None) -> str | None:
