@@ -42,7 +42,14 @@ FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
 DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 SCORER_JSON = REPO_ROOT / "cachecore" / "engine" / "match_scorer.json"
-DEFAULT_ROWS = REPO_ROOT / "reports" / "calibration" / "faq-rows.jsonl"
+ROWS_DIR = REPO_ROOT / "reports" / "calibration"
+
+
+def default_rows(corpus: str) -> Path:
+    """Where ``collect`` writes a corpus's rows unless ``--out`` says: ``<corpus>-rows.jsonl``."""
+    return ROWS_DIR / f"{corpus}-rows.jsonl"
+
+
 SCOPE = "faq"
 # Collect with a low first-stage floor so the scorer sees (and learns) candidates the default
 # floor would drop; the fit chooses the floor.
@@ -585,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.match_calibration")
     sub = parser.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("collect")
-    c.add_argument("--out", type=Path, default=DEFAULT_ROWS)
+    c.add_argument("--out", type=Path, default=None, help="default: reports/calibration/<corpus>-rows.jsonl")
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
@@ -625,10 +632,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from research.evaluation.harness import parse_overrides
 
         floor = None if args.defaults else COLLECT_FLOOR
+        rows_out = args.out or default_rows(args.corpus)
         if args.corpus != "faq":
-            out = collect_corpus(args.corpus, args.out, floor=floor)
+            out = collect_corpus(args.corpus, rows_out, floor=floor)
         else:
-            out = collect(parse_overrides(args.set), args.out, floor=floor, keep_tenant=args.keep_tenant)
+            out = collect(parse_overrides(args.set), rows_out, floor=floor, keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")
         return 0
     if args.cmd == "pair-scores":

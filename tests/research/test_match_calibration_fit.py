@@ -119,3 +119,13 @@ def test_cuts_are_chosen_again_for_the_shipped_weights(tmp_path: Path) -> None:
     expected = choose_bands(cal, lambda c: shipped.score([c["features"][f] for f in FEATURES]), target_false=0.03)
     assert (result["prefetch_confidence"], result["hint_confidence"]) == expected
     assert MatchScorer.load(QUESTION_SCORER_PATH) == shipped
+
+
+def test_collect_writes_each_corpus_to_its_own_rows_file_by_default():
+    # ``collect --corpus celery`` once wrote to faq-rows.jsonl, and the FAQ's collect then
+    # overwrote the Celery rows.
+    from research.match_calibration import default_rows
+
+    assert default_rows("celery").name == "celery-rows.jsonl"
+    assert default_rows("faq").name == "faq-rows.jsonl"
+    assert default_rows("celery").parent == default_rows("faq").parent
