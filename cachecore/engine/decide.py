@@ -34,6 +34,7 @@ from cachecore.engine.evidence import (
     TextEvidence,
     TrailContext,
     match_features,
+    restates,
     rival_coverage,
     sentence_rival,
 )
@@ -174,6 +175,8 @@ class Scored:
     # The sections have text but their chunks are not embedded yet (just upserted): coverage is
     # unknown for now, not poor.
     coverage_pending: bool = False
+    # The query is the trail's question, verbatim (normalised) or in other words (``restates``).
+    same_question: bool = False
 
     @property
     def trail_id(self) -> str:
@@ -324,12 +327,15 @@ def decide(
                                          candidate_coverage(scored, of="sentence_coverage"),
                                          sentence_rival=None if proxy is not None else
                                          sentence_rival(sentence_rivals, cited_ids))
-        # The very same question (normalised) asks the same thing by definition; the scorer is
-        # calibrated on reworded questions and must not second-guess it.
-        same = bool(candidate.query_normalised) and candidate.query_normalised == query
+        # The very same question (normalised), or the same question put in other words ("how can
+        # I" for "how do I"), asks the same thing by definition; the scorer is calibrated on
+        # rewordings and near misses, never on a question asked again, and must not
+        # second-guess it.
+        scored.same_question = bool(candidate.query_normalised) and (
+            candidate.query_normalised == query or restates(asked, context.question))
         scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer,
                             rivals_known=bool(scored.features[RIVAL_KNOWN]))
-        scored.confidence = 1.0 if same else scorer.score(scored.features)
+        scored.confidence = 1.0 if scored.same_question else scorer.score(scored.features)
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = views_conflict(asked.polarity, context.question.polarity)
         live.append(scored)
@@ -346,7 +352,7 @@ def decide(
                               similarity=top_similarity, stale_trail_ids=stale, scored=live)
     best = confident[0]
     # The very same question answered before is not in doubt, whatever else comes close.
-    same_question = best.candidate.query_normalised == query
+    same_question = best.same_question
     best_cut = _cut(policy, best)
     # A trail cited before for this very question is not in doubt either: the agent chose it
     # over whatever else came close (a negative like the query is judged below, on its own).

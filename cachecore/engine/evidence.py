@@ -20,6 +20,7 @@ from functools import cached_property
 
 from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_overlap, trigrams
 from cachecore.engine.polarity import PolarityView, views_conflict
+from cachecore.engine.text import question_wording
 
 # A section contributes at most this many distinct terms to the tenant's document frequencies.
 MAX_TERMS_PER_SECTION = 4000
@@ -170,16 +171,27 @@ class TextEvidence:
     numbers: frozenset[str]
     identifiers: frozenset[str]
     polarity: PolarityView
+    # What the question asks, in order, without how it is put (``text.question_wording``).
+    wording: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, text: str) -> TextEvidence:
         return cls(text, frozenset(content_words(text)), frozenset(trigrams(text)), frozenset(numbers(text)),
-                   frozenset(identifiers(text)), PolarityView.of(text))
+                   frozenset(identifiers(text)), PolarityView.of(text), question_wording(text))
 
     @property
     def specifics(self) -> frozenset[str]:
         """Numbers, versions and code identifiers the text names."""
         return self.numbers | self.identifiers
+
+
+def restates(query: TextEvidence, question: TextEvidence) -> bool:
+    """Whether ``query`` is ``question`` put in other words: the same words say what each asks,
+    in the same order (``text.question_wording``: "how can I …" for "how do I …"). Such a query
+    asks what the recorded question asked, as the very same question does; the scorer, fitted
+    on rewordings and near misses that share few or many words, is not asked. An empty wording
+    (a redacted trail) restates nothing."""
+    return bool(question.wording) and query.wording == question.wording
 
 
 def specifics_unexplained(query: str, trail_question: str, cited_text: str | None) -> float:

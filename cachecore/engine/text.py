@@ -23,6 +23,31 @@ def normalise_query(query: str) -> str:
     return text.strip(_EDGE_CHARS)
 
 
+# How a question is put rather than what it asks: articles, auxiliaries and modals ("should"
+# excepted: "should I" asks for advice, "can I" for a possibility), "please". Interrogatives,
+# pronouns, prepositions and negations all stay: "why" is not "how", "to" is not "from".
+PHRASING_WORDS = frozenset("a an the is are am be do does did can could would please".split())
+# A word (letters and digits of any script, joined by - . or '; "c++", "c#" keep their signs),
+# or any other symbol that is not punctuation ("what does ~ mean").
+_WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|[^\w\s.,;:!?\"'()-]")
+# A trailing "do" is the main verb ("what does celery beat do?" is not "what is celery beat?").
+_MAIN_VERB_DO = frozenset({"do"})
+
+
+def question_wording(normalised: str) -> tuple[str, ...]:
+    """The words of a normalised question that say what it asks, in order: ``PHRASING_WORDS``
+    left out, a trailing "do" kept, "n't" read as "not". Two questions with the same wording ask
+    the same thing in other words ("how do I …" / "how can I …")."""
+    tokens = _WORDING_TOKEN.findall(normalised.replace("\u2019", "'"))
+    words = []
+    for i, token in enumerate(tokens):
+        if token.endswith("n't"):
+            words.append("not")
+        elif token not in PHRASING_WORDS or (i == len(tokens) - 1 and token in _MAIN_VERB_DO):
+            words.append(token)
+    return tuple(words)
+
+
 def content_hash(text: str) -> str:
     """sha256 hex digest of the UTF-8 text, the identity of a section's content."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -196,3 +196,25 @@ def test_a_trails_positive_is_read_in_the_same_statements_and_shown_in_explain(m
     assert again.answer.outcome == "prefetch" and again.answer.trail_id == first.answer.trail_id
     best = next(c for c in again.diagnostics.explain if c["trail_id"] == first.answer.trail_id)
     assert best["cited_bar"] is not None and best["cited_bar"] < first.answer.confidence
+
+
+def test_a_recorded_question_asked_again_in_other_function_words_is_served_its_trail(make_tenant):
+    """At the shipped defaults and scorer: "how can I" for "how do I" is the question recorded
+    (``evidence.restates``). The scorer alone gave such a repeat about 0.08 and served it
+    another trail, if anything (research/near_repeats.py)."""
+    tenant = make_tenant()
+    caller = tenant_caller(tenant)
+    sections_upsert(caller=caller, sections=[
+        {"id": "tasks#names", "text": "Every task must have a unique name. You can give a task an explicit name "
+                                      "with the name argument of the task decorator: @app.task(name='sum-of-two')."},
+        {"id": "tasks#auto", "text": "Task names are generated from the module and the function name. Override "
+                                     "gen_task_name on the app to change the automatic naming of every task."},
+    ])
+    recorded = {}
+    for section, question in (("tasks#names", "How do I give a Celery task an explicit name?"),
+                              ("tasks#auto", "How do I change how Celery names tasks automatically?")):
+        recorded[section] = str(trail_record(caller=caller, scope="default", query=question, steps=[],
+                                             cited=[section], signal={"source": "caller", "accepted": True}).pk)
+    answer = recall(caller=caller, scope="default", query="How can I give the Celery task an explicit name?").answer
+    assert (answer.outcome, answer.trail_id, answer.confidence) == ("prefetch", recorded["tasks#names"], 1.0)
+    assert [s["id"] for s in answer.sections] == ["tasks#names"] and answer.sections[0]["text"].startswith("Every")

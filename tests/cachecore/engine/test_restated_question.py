@@ -1,0 +1,104 @@
+"""A recorded question asked again in other words ("how can I …" for "how do I …") is that
+question: ``text.question_wording``, ``evidence.restates`` and what ``decide`` makes of them.
+
+The shipped scorer is fitted on hand-written rewordings (which avoid the question's words) and
+near misses (which reuse them), so lexical overlap reads as a near miss to it: before this rule a
+question asked again as "how can I" instead of "how do I" was scored about 0.08 and lost to other
+trails (research/near_repeats.py)."""
+
+import pytest
+
+from cachecore.engine.decide import Candidate, Cited, Policy, Reason, decide
+from cachecore.engine.evidence import FEATURES, Idf, TextEvidence, restates
+from cachecore.engine.outcome import Outcome
+from cachecore.engine.scorer import MatchScorer
+from cachecore.engine.text import content_hash, normalise_query, question_wording
+
+# A scorer that finds nothing convincing below cosine 0.99 (confidence 0.5 there): whatever
+# prefetches below it is the rule's doing, not the scorer's.
+STRICT = MatchScorer(
+    weights=tuple(50.0 if f == "cosine" else 0.0 for f in FEATURES), bias=-49.5,
+    means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES), prefetch_confidence=0.88, hint_confidence=0.19,
+)
+POLICY = Policy(scorer=STRICT, similarity_threshold=0.5, prefetch_confidence=0.88, hint_confidence=0.19,
+                coverage_floor=0.3)
+RECORDED = "How do I give a Celery task an explicit name?"
+
+
+def wording(q: str) -> tuple[str, ...]:
+    return question_wording(normalise_query(q))
+
+
+def same(a: str, b: str) -> bool:
+    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)))
+
+
+@pytest.mark.parametrize("asked_again", [
+    "How can I give a Celery task an explicit name?",
+    "how could i give the celery task an explicit name",
+    "How do I give a Celery task an explicit name please?",
+    "HOW DO I GIVE A CELERY TASK AN EXPLICIT NAME",
+])
+def test_the_question_put_in_other_function_words_restates_it(asked_again):
+    assert wording(asked_again) == wording(RECORDED)
+    assert same(asked_again, RECORDED)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    # Another interrogative asks for something else.
+    ("How does the worker restart after a crash?", "Why does the worker restart after a crash?"),
+    # Direction: prepositions and word order stay.
+    ("How do I convert str to bytes?", "How do I convert bytes to str?"),
+    ("How do I migrate from 4 to 5?", "How do I migrate from 5 to 4?"),
+    # Advice is not possibility.
+    ("Can I run two workers on one host?", "Should I run two workers on one host?"),
+    # A negation.
+    ("Why does the task retry?", "Why doesn't the task retry?"),
+    # A neighbouring setting, another version, a symbol.
+    ("What does the soft time limit do?", "What does the hard time limit do?"),
+    ("How do I set the broker url in Celery 4?", "How do I set the broker url in Celery 5?"),
+    ("What does ~ mean in C++?", "What does % mean in C++?"),
+    ("Is this C#?", "Is this C?"),
+    # A trailing "do" is the main verb: what a thing does is not what it is.
+    ("What does celery beat do?", "What is celery beat?"),
+    # One word more or less is another question for this rule (the scorer judges it).
+    ("How do I name a task?", "How do I name a periodic task?"),
+])
+def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
+    assert not same(a, b) and not same(b, a)
+
+
+def test_a_redacted_trail_restates_nothing():
+    assert not restates(TextEvidence.of("how do i x"), TextEvidence.of(""))
+    assert wording("") == ()
+
+
+def _cited(section_id: str) -> Cited:
+    text = f"{section_id} text"
+    return Cited(section_id, content_hash(text), content_hash(text), text, 10)
+
+
+def test_decide_serves_the_restated_question_its_trail_as_the_very_same_question():
+    recorded = Candidate("t1", 0.95, normalise_query(RECORDED), [], (_cited("names"),))
+    # Closer by cosine, and a hair more confident to the scorer, but not the question recorded.
+    other = Candidate("t2", 0.96, "how do i name tasks automatically", [], (_cited("auto"),))
+    d = decide(query=normalise_query("How can I give a Celery task an explicit name?"),
+               candidates=[other, recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
+    assert (d.outcome, d.reason, d.trail_id, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, "t1", 1.0)
+    # Not in doubt either, whatever comes close: no ambiguity with the other trail.
+    assert [s["id"] for s in d.sections] == ["names"]
+
+
+def test_without_the_rule_the_same_candidates_give_no_prefetch():
+    recorded = Candidate("t1", 0.95, normalise_query(RECORDED), [], (_cited("names"),))
+    d = decide(query=normalise_query("How can I give a Celery task an explicit name for logging?"),
+               candidates=[recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
+    assert d.outcome is not Outcome.PREFETCH and d.confidence < 0.5
+
+
+def test_a_restated_question_still_never_serves_changed_text():
+    changed = Cited("names", content_hash("names text"), content_hash("names text v2"), None, 10)
+    recorded = Candidate("t1", 0.95, normalise_query(RECORDED), [], (changed,))
+    d = decide(query=normalise_query("How can I give a Celery task an explicit name?"),
+               candidates=[recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
+    assert d.outcome is not Outcome.PREFETCH and all("text" not in s for s in d.sections)
