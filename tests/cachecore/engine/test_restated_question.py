@@ -68,6 +68,11 @@ def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
 
 
+def test_a_contracted_is_reads_as_is_and_a_possessive_stays():
+    assert same("What's the default broker?", "What is the default broker?")
+    assert not same("What is Celery's default broker?", "What is the default broker?")
+
+
 def test_a_redacted_trail_restates_nothing():
     assert not restates(TextEvidence.of("how do i x"), TextEvidence.of(""))
     assert wording("") == ()

@@ -1,0 +1,39 @@
+"""research.near_repeats: the forms a recorded question is asked again in, and how an answer is
+counted. The study itself needs a corpus ingested (``python -m research.near_repeats``)."""
+
+from cachecore.engine.evidence import TextEvidence, restates
+from cachecore.engine.text import normalise_query
+from research.near_repeats import classify, forms_of
+
+
+def _restates(a: str, b: str) -> bool:
+    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)))
+
+
+def test_the_forms_of_a_question_and_which_of_them_restate_it():
+    q = "How do I give a Celery task an explicit name?"
+    forms = forms_of(q)
+    assert forms == {
+        "verbatim": q,
+        "function_words": "how can i give a celery task an explicit name?",
+        "article_dropped": "How do I give Celery task an explicit name?",
+        "prefixed": "Quick question: " + q,
+        "last_word_dropped": "How do I give a Celery task an explicit?",
+    }
+    # The first three say the same thing; the last two add or take away a word.
+    assert [f for f, text in forms.items() if _restates(text, q)] == ["verbatim", "function_words",
+                                                                      "article_dropped"]
+
+
+def test_a_form_that_does_not_apply_is_absent():
+    forms = forms_of("Why does the worker restart after each task?")
+    assert "function_words" not in forms and "article_dropped" in forms
+    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed"}
+
+
+def test_an_answer_counts_as_the_own_trail_another_or_a_miss():
+    assert classify(outcome="prefetch", trail_id="t1", own="t1") == "own_prefetch"
+    assert classify(outcome="hint", trail_id="t1", own="t1") == "own_hint"
+    assert classify(outcome="prefetch", trail_id="t2", own="t1") == "other_prefetch"
+    assert classify(outcome="hint", trail_id="t2", own="t1") == "other_hint"
+    assert classify(outcome="miss", trail_id=None, own="t1") == "miss"
