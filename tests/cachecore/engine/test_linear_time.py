@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cachecore.engine import limits
 from cachecore.engine.pairfeatures import identifiers
-from cachecore.engine.text import normalise_query
+from cachecore.engine.text import normalise_query, question_wording
 from cachecore.engine.verifier import non_answer_pattern
 
 LINEAR_RATIO = 8.0  # 4x is linear; quadratic is 16x
@@ -78,6 +78,22 @@ def test_identifiers_are_linear_on_long_words():
 def test_identifiers_keep_their_meaning():
     text = "Use `pip install acme`, os.path.join() or len() with --user, -v, my_var, utf8 and py3."
     assert identifiers(text) == {"pip install acme", "os.path.join", "len", "--user", "-v", "my_var", "utf8", "py3"}
+
+
+def test_question_wording_is_linear_on_long_words_and_runs_of_joiners():
+    for make in (lambda n: "a" * n, lambda n: "a'" * (n // 2), lambda n: ("a-" * n)[:n] + "+" * 10,
+                 lambda n: "a" * n + "'", lambda n: "~" * n):
+        ratio = _ratio(question_wording, make, 2000)
+        assert ratio < LINEAR_RATIO, (make(10), ratio)
+
+
+@settings(max_examples=30, deadline=None)
+@given(PATHOLOGICAL)
+def test_question_wording_on_any_input_up_to_the_size_limit(text):
+    started = time.perf_counter()
+    words = question_wording(normalise_query(text))
+    assert all(w and not w.isspace() for w in words)
+    assert time.perf_counter() - started < 0.02
 
 
 def test_the_non_answer_pattern_is_linear_on_a_long_answer():
