@@ -32,6 +32,10 @@ PHRASING_WORDS = frozenset("a an the is are am be do does did can could would pl
 _WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|[^\w\s.,;:!?\"'()-]")
 # A trailing "do" is the main verb ("what does celery beat do?" is not "what is celery beat?").
 _MAIN_VERB_DO = frozenset({"do"})
+# A yes/no question's leading auxiliary says what it asks: "can jellyfish change colour?" (can
+# they) is not "do jellyfish change colour?" (do they). It stays, as its class ("could" is "can").
+_LEADING_AUXILIARY = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "did", "is": "is",
+                      "are": "is", "am": "is", "would": "would"}
 # "what's" is "what is" (a possessive "celery's" stays a word of its own).
 _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "why's", "that's", "there's",
                             "it's", "here's"})
@@ -39,7 +43,8 @@ _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "wh
 
 def question_wording(normalised: str) -> tuple[str, ...]:
     """The words of a normalised question that say what it asks, in order: ``PHRASING_WORDS``
-    left out, a trailing "do" kept, "n't" read as "not" and "what's" as "what is". Two questions
+    left out but a leading auxiliary (as its class) and a trailing "do", "n't" read as "not" and
+    "what's" as "what is". Two questions
     with the same wording ask the same thing in other words ("how do I …" / "how can I …")."""
     tokens = _WORDING_TOKEN.findall(normalised.replace("\u2019", "'"))
     words = []
@@ -48,6 +53,8 @@ def question_wording(normalised: str) -> tuple[str, ...]:
             words.append("not")
         elif token in _IS_CONTRACTED:
             words.append(token[:-2])
+        elif i == 0 and token in _LEADING_AUXILIARY:
+            words.append(_LEADING_AUXILIARY[token])
         elif token not in PHRASING_WORDS or (i == len(tokens) - 1 and token in _MAIN_VERB_DO):
             words.append(token)
     return tuple(words)

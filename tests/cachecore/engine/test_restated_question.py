@@ -59,6 +59,9 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
     ("How do I set the broker url in Celery 4?", "How do I set the broker url in Celery 5?"),
     ("What does ~ mean in C++?", "What does % mean in C++?"),
     ("Is this C#?", "Is this C?"),
+    # A yes/no question's leading auxiliary: whether one can is not whether one does.
+    ("Can jellyfish change color?", "Do jellyfish change color?"),
+    ("Is the result backend required?", "Can the result backend be required?"),
     # A trailing "do" is the main verb: what a thing does is not what it is.
     ("What does celery beat do?", "What is celery beat?"),
     # One word more or less is another question for this rule (the scorer judges it).
@@ -66,6 +69,11 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
+
+
+def test_a_leading_auxiliary_of_the_same_class_restates():
+    assert same("Could I run two workers on one host?", "Can I run two workers on one host?")
+    assert same("Does the worker retry?", "Do the worker retry?")
 
 
 def test_a_contracted_is_reads_as_is_and_a_possessive_stays():
