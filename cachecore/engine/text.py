@@ -44,8 +44,8 @@ _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "wh
 def question_wording(normalised: str) -> tuple[str, ...]:
     """The words of a normalised question that say what it asks, in order: ``PHRASING_WORDS``
     left out but a leading auxiliary (as its class) and a trailing "do", "n't" read as "not" and
-    "what's" as "what is". Two questions
-    with the same wording ask the same thing in other words ("how do I …" / "how can I …")."""
+    "what's" as "what is". Two questions with the same wording ask the same thing in other words
+    ("how do I …" / "how can I …")."""
     tokens = _WORDING_TOKEN.findall(normalised.replace("\u2019", "'"))
     words = []
     for i, token in enumerate(tokens):
