@@ -351,14 +351,13 @@ def decide(
         return RecallDecision(Outcome.MISS, reason, confidence=round(best_confidence, CONFIDENCE_DECIMALS),
                               similarity=top_similarity, stale_trail_ids=stale, scored=live)
     best = confident[0]
-    # The very same question answered before is not in doubt, whatever else comes close.
-    same_question = best.same_question
     best_cut = _cut(policy, best)
     # A trail cited before for this very question is not in doubt either: the agent chose it
     # over whatever else came close (a negative like the query is judged below, on its own).
     cited_before = asked_before(cited=best.candidate.cited_bar, boundary=None, confidence=best.confidence,
                                 hint_confidence=policy.hint_confidence)
-    rival = None if same_question or cited_before else next(
+    # The very same question answered before is not in doubt, whatever else comes close.
+    rival = None if best.same_question or cited_before else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
          and _cite_other_sections(best, s)), None)
     escalated = best.coverage is not None and best.coverage < policy.coverage_floor
@@ -370,7 +369,7 @@ def decide(
         reason = Reason.HASH_ONLY
     elif best.polarity is not None:
         reason = Reason.POLARITY
-    elif best.coverage_pending and not same_question:
+    elif best.coverage_pending and not best.same_question:
         # Before ambiguity: the best one's evidence is a stand-in until its chunks are ready,
         # so how close a rival comes says little yet.
         reason = Reason.COVERAGE_PENDING

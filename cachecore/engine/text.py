@@ -30,8 +30,6 @@ PHRASING_WORDS = frozenset("a an the is are am be do does did can could would pl
 # A word (letters and digits of any script, joined by - . or '; "c++", "c#" keep their signs),
 # or any other symbol that is not punctuation ("what does ~ mean").
 _WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|[^\w\s.,;:!?\"'()-]")
-# A trailing "do" is the main verb ("what does celery beat do?" is not "what is celery beat?").
-_MAIN_VERB_DO = frozenset({"do"})
 # A yes/no question's leading auxiliary says what it asks: "can jellyfish change colour?" (can
 # they) is not "do jellyfish change colour?" (do they). It stays, as its class ("could" is "can").
 _LEADING_AUXILIARY = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "did", "is": "is",
@@ -55,7 +53,8 @@ def question_wording(normalised: str) -> tuple[str, ...]:
             words.append(token[:-2])
         elif i == 0 and token in _LEADING_AUXILIARY:
             words.append(_LEADING_AUXILIARY[token])
-        elif token not in PHRASING_WORDS or (i == len(tokens) - 1 and token in _MAIN_VERB_DO):
+        # A trailing "do" is the main verb ("what does celery beat do?" is not "what is celery beat?").
+        elif token not in PHRASING_WORDS or (i == len(tokens) - 1 and token == "do"):
             words.append(token)
     return tuple(words)
 
