@@ -282,6 +282,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iters: int = 
 SIGNS = {
     "cosine": 1, "coverage": 1, "unexplained": -1, "coverage_gap": -1,
     "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1, "sentence_margin": 1,
+    # A trail found through its section, not its question, is weaker evidence of the same need.
+    "via_sections": -1,
 }
 
 

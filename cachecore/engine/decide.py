@@ -326,7 +326,8 @@ def decide(
                                          sentences=None if proxy is not None else
                                          candidate_coverage(scored, of="sentence_coverage"),
                                          sentence_rival=None if proxy is not None else
-                                         sentence_rival(sentence_rivals, cited_ids))
+                                         sentence_rival(sentence_rivals, cited_ids),
+                                         via_sections=candidate.via_sections)
         # The very same question (normalised), or the same question put in other words ("how can
         # I" for "how do I"), asks the same thing by definition; the scorer is calibrated on
         # rewordings and near misses, never on a question asked again, and must not

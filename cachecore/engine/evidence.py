@@ -46,6 +46,7 @@ FEATURES = (
     "specifics_unexplained",
     "sentence_margin",
     "sentence_known",
+    "via_sections",
 )
 
 # Evidence that is unknown when its flag is 0 (the margins: no rival known, or the cited or
@@ -222,12 +223,15 @@ def match_features(
     rival: float | None = None,
     sentences: float | None = None,
     sentence_rival: float | None = None,
+    via_sections: bool = False,
 ) -> list[float]:
     """The evidence vector of (query, trail), in ``FEATURES`` order. ``coverage`` is the best
     cosine of the query against the cited chunks and
     ``trail_coverage`` that of the trail's own question, ``rival`` that of the best section the
     trail does not cite (None: unknown; see ``rival_coverage``); ``sentences`` and
-    ``sentence_rival`` the same two at sentence level (see ``sentence_rival``).
+    ``sentence_rival`` the same two at sentence level (see ``sentence_rival``). ``via_sections``:
+    the trail was found through the sections covering the query, its question not among the
+    nearest (``decide.Candidate.via_sections``).
     A redacted trail (no query text) is judged by what remains: its steps and cited text."""
     question = trail.question
     q_terms = query.content
@@ -261,4 +265,8 @@ def match_features(
         # cited section's topic passage by passage, but not the one sentence that answers.
         sentences - sentence_rival if sentences is not None and sentence_rival is not None else 0.0,
         1.0 if sentences is not None and sentence_rival is not None else 0.0,
+        # Found through the sections that cover the query, not through its question: the section
+        # evidence then speaks for a trail whose question is not among the nearest, and on every
+        # corpus measured it speaks too loudly there (docs/evaluation.md).
+        1.0 if via_sections else 0.0,
     ]

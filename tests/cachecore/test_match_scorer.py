@@ -42,7 +42,8 @@ def test_more_evidence_for_a_match_never_lowers_the_confidence():
     scorer = default_match_scorer()
     for feature in ("cosine", "coverage"):
         assert scorer.score(_vector(**{feature: 0.9})) >= scorer.score(_vector(**{feature: 0.5})), feature
-    for feature in ("unexplained", "coverage_gap", "polarity_conflict", "negation_differs", "numbers_differ"):
+    for feature in ("unexplained", "coverage_gap", "polarity_conflict", "negation_differs", "numbers_differ",
+                    "via_sections"):
         assert scorer.score(_vector(**{feature: 0.9})) <= scorer.score(_vector(**{feature: 0.1})), feature
 
 

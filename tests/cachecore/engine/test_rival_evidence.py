@@ -113,3 +113,24 @@ def test_the_question_scorer_means_by_the_tenant_cuts_what_its_own_cuts_meant():
     ks = (-1.0, -0.2, 0.3, 1.1)
     assert sorted(ks, key=lambda k: own.score(full(k))) == sorted(ks, key=lambda k: aligned.score(full(k)))
     assert document.aligned_to(document) is document
+
+
+def test_a_trail_found_through_its_section_counts_for_less_than_through_its_question():
+    # The same trail and evidence, once among the nearest questions and once found only through
+    # the sections covering the query: on every corpus measured, section evidence speaks too
+    # loudly for a trail whose question is not among the nearest (docs/evaluation.md).
+    policy = Policy(scorer=default_match_scorer(), similarity_threshold=0.3, prefetch_confidence=0.9,
+                    hint_confidence=0.05, coverage_floor=0.0)
+    rivals = [("broker#visibility", 0.7), ("other", 0.4)]
+
+    def answer(via: bool):
+        candidate = Candidate("t1", 0.35, "what does the visibility timeout of the redis transport mean", [],
+                              (_cited("broker#visibility", TEXT, 0.7),), via_sections=via)
+        return decide(query=QUERY, candidates=[candidate], policy=policy, budget=1000, idf=IDF, rivals=rivals)
+
+    near, via = answer(False), answer(True)
+    flag = FEATURES.index("via_sections")
+    assert (near.scored[0].features[flag], via.scored[0].features[flag]) == (0.0, 1.0)
+    assert [f for i, f in enumerate(near.scored[0].features) if i != flag] == [
+        f for i, f in enumerate(via.scored[0].features) if i != flag]
+    assert via.confidence < near.confidence
