@@ -322,12 +322,30 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def load_rows(paths: Sequence[Path]) -> list[dict[str, Any]]:
+def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The rows of ``paths``. ``per_corpus``: features standardised within each file, on the mean
+    and spread of that file's own candidates over the collect floor (both sides, every probe
+    kind, no label read): a tenant normalising its evidence on its own traffic, to measure
+    whether the features' scale differs by corpus."""
     rows: list[dict[str, Any]] = []
     for path in paths:
         with open(path, encoding="utf-8") as fh:
-            rows.extend(json.loads(line) for line in fh if line.strip())
+            part = [json.loads(line) for line in fh if line.strip()]
+        if per_corpus:
+            _standardise(part, per_corpus)
+        rows.extend(part)
     return rows
+
+
+def _standardise(rows: list[dict[str, Any]], features: Sequence[str]) -> None:
+    """``features`` of every candidate of ``rows`` as z-scores over the qualifying candidates."""
+    seen = [c["features"] for r in rows for c in r["candidates"] if qualifies(c, COLLECT_FLOOR)]
+    for name in features:
+        values = np.array([f[name] for f in seen], dtype=float)
+        mean, spread = float(values.mean()), float(values.std()) or 1.0
+        for r in rows:
+            for c in r["candidates"]:
+                c["features"][name] = (c["features"][name] - mean) / spread
 
 
 def qualifies(cand: dict[str, Any], floor: float) -> bool:
@@ -456,7 +474,8 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
 
 
 def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
-        extra: Sequence[str] = (), regime: str = "document", without: Sequence[str] = ()) -> dict[str, Any]:
+        extra: Sequence[str] = (), regime: str = "document", without: Sequence[str] = (),
+        per_corpus: Sequence[str] = ()) -> dict[str, Any]:
     """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
     to measure what they would add; such a fit cannot be written. ``without``: product features
     left out (what the others do alone, on the same rows; the product scores a scorer of fewer
@@ -467,15 +486,16 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     from cachecore.engine.evidence import FEATURES
     from cachecore.engine.scorer import QUESTION_SCORER_PATH
 
-    if extra and write:
-        raise ValueError("a fit with extra features cannot be shipped: the product does not compute them")
+    if (extra or per_corpus) and write:
+        raise ValueError("a fit with extra or per-corpus features cannot be shipped: the product does not "
+                         "compute them")
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}")
     if regime == "question":
         FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
     FEATURES = (*(f for f in FEATURES if f not in without), *extra)  # noqa: N806 - the names this fit uses
 
-    rows = regime_rows(load_rows(paths), regime)
+    rows = regime_rows(load_rows(paths, per_corpus=per_corpus), regime)
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
     feats, labels, sample_weights, sets = [], [], [], []
@@ -569,7 +589,8 @@ def score_with(report: dict[str, Any]):
 
 
 def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0,
-                         extra: Sequence[str] = (), without: Sequence[str] = ()) -> dict[str, Any]:
+                         extra: Sequence[str] = (), without: Sequence[str] = (),
+                         per_corpus: Sequence[str] = ()) -> dict[str, Any]:
     """For each corpus (one rows file each): fit on the calibration side of the others, then
     apply that scorer and its cuts to the left-out corpus's held-out side, as a new tenant on a
     corpus nothing was fitted on would see them (offline: ambiguity, boundaries and the
@@ -577,10 +598,11 @@ def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l
     out: dict[str, Any] = {}
     for left in paths:
         rest = [p for p in paths if p != left]
-        rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra, without=without)
+        rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra, without=without,
+                  per_corpus=per_corpus)
         floor = rep["similarity_threshold"]
         held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
-                for r in load_rows([left]) if r["side"] == HELD_OUT]
+                for r in load_rows([left], per_corpus=per_corpus) if r["side"] == HELD_OUT]
         out[left.name] = {
             "fitted_on": [p.name for p in rest],
             "cuts": {k: rep[k] for k in ("prefetch_confidence", "hint_confidence", "similarity_threshold")},
@@ -623,6 +645,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--regime", default="document", choices=REGIMES,
                    help="document: match_scorer.json, on every candidate; question: question_scorer.json, on "
                         "the candidates whose cited text restates their question")
+    f.add_argument("--per-corpus", action="append", default=[], metavar="FEATURE",
+                   help="standardise FEATURE within each rows file on its own candidates (no labels): "
+                        "whether the evidence's scale differs by corpus; such a fit cannot be written")
     f.add_argument("--loco", action="store_true",
                    help="leave one corpus out: fit on the others, figures on the left-out one's held-out side")
     args = parser.parse_args(argv)
@@ -665,10 +690,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.loco:
         print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2,
-                                              extra=args.extra, without=args.without), indent=1))
+                                              extra=args.extra, without=args.without,
+                                              per_corpus=args.per_corpus), indent=1))
         return 0
     fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra,
-                 regime=args.regime, without=args.without)
+                 regime=args.regime, without=args.without, per_corpus=args.per_corpus)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 

@@ -129,3 +129,34 @@ def test_collect_writes_each_corpus_to_its_own_rows_file_by_default():
     assert default_rows("celery").name == "celery-rows.jsonl"
     assert default_rows("faq").name == "faq-rows.jsonl"
     assert default_rows("celery").parent == default_rows("faq").parent
+
+
+def test_per_corpus_standardises_each_file_on_its_own_candidates_and_cannot_be_written(tmp_path: Path) -> None:
+    import pytest
+
+    from research.match_calibration import load_rows
+
+    rng = random.Random(1)
+    low = _write(tmp_path / "low.jsonl", _rows("low", paraphrases=40, twins=40, twin_cosine=0.4, rng=rng))
+    high_rows = _rows("high", paraphrases=40, twins=40, twin_cosine=0.4, rng=rng)
+    for r in high_rows:     # the same evidence on another scale: every cosine 0.05 higher
+        for c in r["candidates"]:
+            c["features"]["cosine"] += 0.05
+    high = _write(tmp_path / "high.jsonl", high_rows)
+
+    raw = load_rows([low, high])
+    scaled = load_rows([low, high], per_corpus=["cosine"])
+    for rows_of in ("low", "high"):
+        values = [c["features"]["cosine"] for r in scaled if r["set"] == rows_of for c in r["candidates"]]
+        assert abs(sum(values) / len(values)) < 1e-9      # each file centred on its own mean
+    # Only the features named change, and a file's order of candidates is kept.
+    assert [c["features"]["coverage"] for r in scaled for c in r["candidates"]] == \
+        [c["features"]["coverage"] for r in raw for c in r["candidates"]]
+    low_raw = [c["features"]["cosine"] for r in raw if r["set"] == "low" for c in r["candidates"]]
+    low_scaled = [c["features"]["cosine"] for r in scaled if r["set"] == "low" for c in r["candidates"]]
+    assert sorted(range(len(low_raw)), key=low_raw.__getitem__) == sorted(range(len(low_scaled)),
+                                                                          key=low_scaled.__getitem__)
+
+    assert fit([low, high], write=False, target_false=0.04, per_corpus=["cosine"])["features"] == list(FEATURES)
+    with pytest.raises(ValueError, match="per-corpus"):
+        fit([low, high], write=True, target_false=0.04, per_corpus=["cosine"])
