@@ -8,8 +8,10 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from cachecore.engine.evidence import FEATURES
-from research.match_calibration import MIN_SET_PROBES, SECTION_EVIDENCE, fit
+from research.match_calibration import MIN_SET_PROBES, SECTION_EVIDENCE, fit, load_rows
 from research.splits import CALIBRATION
 
 
@@ -132,10 +134,6 @@ def test_collect_writes_each_corpus_to_its_own_rows_file_by_default():
 
 
 def test_per_corpus_standardises_each_file_on_its_own_candidates_and_cannot_be_written(tmp_path: Path) -> None:
-    import pytest
-
-    from research.match_calibration import load_rows
-
     rng = random.Random(1)
     low = _write(tmp_path / "low.jsonl", _rows("low", paraphrases=40, twins=40, twin_cosine=0.4, rng=rng))
     high_rows = _rows("high", paraphrases=40, twins=40, twin_cosine=0.4, rng=rng)
