@@ -2,7 +2,7 @@
 record linked to each recall by ``recall_id`` (with label noise), and the tenant's suggested
 operating point applied between rounds.
 
-``python -m research.calibration_replay [--corpus faq|celery] [--rounds 3] [--noise 0.1]
+``python -m research.calibration_replay [--corpus faq|celery|flask] [--rounds 3] [--noise 0.1]
 [--seed 0] [--limit N] [--via rest|services] [--keep-cut] [--out DIR]``
 
 The protocol of issue 24's test. By default over the REST API (``POST /api/v1/recall`` and
@@ -440,8 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     django.setup()
     corpus = CORPORA[args.corpus]
     if not corpus.available():
-        print(f"{corpus.docs} is missing: install Debian's "
-              f"{'python-celery-doc' if corpus.name == 'celery' else 'python3.11-doc'}", file=sys.stderr)
+        print(f"{corpus.docs} is missing: install Debian's {corpus.package}", file=sys.stderr)
         return 2
     out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}"
     report = replay(corpus=corpus, rounds=args.rounds, noise=args.noise, seed=args.seed, out=out,

@@ -4,6 +4,9 @@
   (``tests/data/eval/python_faq.jsonl`` + ``python_faq_hard.jsonl``); groups are FAQ entry ids.
 - ``celery``: the Celery 5.2.6 docs (Debian ``python-celery-doc``, Sphinx HTML) with the
   hand-written hard set ``tests/data/eval/celery_hard.jsonl``; groups are the items' topics.
+- ``flask``: the Flask 2.2.2 docs (Debian ``python-flask-doc``, Sphinx HTML) with the
+  hand-written hard set ``tests/data/eval/flask_hard.jsonl``, written the same way; groups are
+  the items' topics.
 
 An item is one recorded question with its gold section(s), its same-need rewordings and its
 close-but-different questions; the side (calibration / held-out) comes from
@@ -13,10 +16,11 @@ close-but-different questions; the side (calibration / held-out) comes from
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from research.splits import REPO_ROOT, celery_side, faq_side
+from research.splits import REPO_ROOT, celery_side, faq_side, flask_side
 
 EVAL_DIR = REPO_ROOT / "tests" / "data" / "eval"
 FAQ_SET = EVAL_DIR / "python_faq.jsonl"
@@ -24,12 +28,23 @@ FAQ_HARD = EVAL_DIR / "python_faq_hard.jsonl"
 CELERY_SET = EVAL_DIR / "celery_hard.jsonl"
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 CELERY_DOCS = Path("/usr/share/doc/python-celery-doc/html")
+FLASK_SET = EVAL_DIR / "flask_hard.jsonl"
+FLASK_DOCS = Path("/usr/share/doc/python-flask-doc/html")
 # The Celery HTML tree without the reST copies (_sources), highlighted code (_modules), static
 # files and the generated index/search pages.
 CELERY_SUBTREES = (
     "userguide", "getting-started", "django", "tutorials", "reference", "internals", "history",
     "faq.html", "glossary.html", "whatsnew-5.2.html", "community.html", "contributing.html",
     "copyright.html",
+)
+# The Flask HTML tree without its reST copies, static files, the changelog, the licence,
+# contributing notes and the generated index/search pages.
+FLASK_SUBTREES = (
+    "api.html", "appcontext.html", "async-await.html", "blueprints.html", "cli.html", "config.html",
+    "debugging.html", "deploying", "design.html", "errorhandling.html", "extensiondev.html",
+    "extensions.html", "installation.html", "logging.html", "patterns", "quickstart.html",
+    "reqcontext.html", "security.html", "server.html", "shell.html", "signals.html", "templating.html",
+    "testing.html", "tutorial", "views.html",
 )
 KINDS = frozenset({"parameter", "object", "version", "direction", "comparison", "false_premise", "other"})
 
@@ -70,9 +85,13 @@ class Corpus:
     docs: Path
     subtrees: tuple[str, ...]
     scope: str
+    # The Debian package that installs ``docs``.
+    package: str
 
     def items(self) -> list[Item]:
-        return faq_items() if self.name == "faq" else celery_items()
+        if self.name == "faq":
+            return faq_items()
+        return flask_items() if self.name == "flask" else celery_items()
 
     def available(self) -> bool:
         return self.docs.is_dir()
@@ -97,18 +116,28 @@ def faq_items(base: Path = FAQ_SET, hard: Path = FAQ_HARD) -> list[Item]:
     return out
 
 
-def celery_items(path: Path = CELERY_SET) -> list[Item]:
+def hard_set_items(path: Path, side: Callable[[str], str]) -> list[Item]:
+    """A hand-written hard set (Celery's, Flask's): one item per line, grouped by ``topic``."""
     return [Item(
-        id=d["id"], group=d["topic"], side=celery_side(d["topic"]), question=d["question"], gold=(d["gold"],),
+        id=d["id"], group=d["topic"], side=side(d["topic"]), question=d["question"], gold=(d["gold"],),
         same_need=tuple(d["same_need"]),
         close=tuple(Close(c["question"], c["kind"], bool(c["answered_by_source"]), tuple(c.get("answer", ())))
                     for c in d["close"]),
     ) for d in _jsonl(path)]
 
 
+def celery_items(path: Path = CELERY_SET) -> list[Item]:
+    return hard_set_items(path, celery_side)
+
+
+def flask_items(path: Path = FLASK_SET) -> list[Item]:
+    return hard_set_items(path, flask_side)
+
+
 CORPORA = {
-    "faq": Corpus("faq", PYTHON_DOCS, (), "faq"),
-    "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery"),
+    "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc"),
+    "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc"),
+    "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc"),
 }
 
 

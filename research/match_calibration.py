@@ -176,7 +176,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 
 
 def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR) -> Path:
-    """``collect`` for a replay corpus of ``research.corpora`` (``celery``): one trail per item
+    """``collect`` for a replay corpus of ``research.corpora`` (``celery``, ``flask``): one trail per item
     citing its gold section, then every same-need rewording (kind ``paraphrase``) and every
     close-but-different question (kind ``twin``, with ``answered_by_source``) recalled with
     ``explain``. Rows in ``collect``'s shape; the group is the item (its side: its topic's)."""
@@ -620,8 +620,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
-    c.add_argument("--corpus", default="faq", choices=("faq", "celery"),
-                   help="faq: the Python docs FAQ set; celery: the replay's Celery set")
+    c.add_argument("--corpus", default="faq", choices=("faq", "celery", "flask"),
+                   help="faq: the Python docs FAQ set; celery, flask: the replay's hard sets")
     rp = sub.add_parser("report")
     rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")
     rp.add_argument("--qqp-trails", type=int, default=10_000)

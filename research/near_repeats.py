@@ -1,6 +1,6 @@
 """A recorded question asked again, nearly verbatim: what recall answers, at the shipped defaults.
 
-``python -m research.near_repeats [--corpus celery|faq] [--limit N] [--out DIR]``
+``python -m research.near_repeats [--corpus celery|faq|flask] [--limit N] [--out DIR]``
 ``python -m research.near_repeats --qqp`` (the restatement rule on QQP's labelled pairs; no database)
 
 Repeat traffic is this product's point, yet the hard sets the scorer is fitted on hold no
@@ -139,7 +139,7 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.near_repeats")
-    parser.add_argument("--corpus", default="celery", choices=("celery", "faq"))
+    parser.add_argument("--corpus", default="celery", choices=("celery", "faq", "flask"))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--qqp", action="store_true", help="the restatement rule on QQP's labelled pairs")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "near_repeats")

@@ -9,6 +9,8 @@ side only, so nothing tuned on calibration data has seen a held-out question.
 - Celery hard set (``tests/data/eval/celery_hard.jsonl``): groups are the items' ``topic``
   (one page, or one part of a long page such as the configuration reference), so every
   question written from one topic is on one side.
+- Flask hard set (``tests/data/eval/flask_hard.jsonl``): groups are the items' ``topic``, as
+  for Celery.
 
 A group is held out when the first 8 hex digits of sha256(group key), as an integer, modulo
 10 are below ``HELD_OUT_TENTHS`` (30 %). Never tune a constant on the held-out side.
@@ -90,3 +92,8 @@ def faq_side(question_id: str) -> str:
 def celery_side(topic: str) -> str:
     """Side of a Celery hard-set topic (``tasks-retry``) and every item written from it."""
     return side_of("celery:" + topic)
+
+
+def flask_side(topic: str) -> str:
+    """Side of a Flask hard-set topic (``quickstart-routing``) and every item written from it."""
+    return side_of("flask:" + topic)

@@ -1,7 +1,8 @@
-"""Form of the hand-written Celery hard set tests/data/eval/celery_hard.jsonl: fields, kinds,
-sizes, the split by topic, gold ids present in the split Celery docs, low-overlap rewordings, and
-each close question's ``answer``: the section ids of the split docs that answer it (``[]`` when none
-does), ``[gold]`` exactly when the gold section answers it, never the gold otherwise."""
+"""Form of the hand-written hard sets tests/data/eval/celery_hard.jsonl and flask_hard.jsonl:
+fields, kinds, sizes, the split by topic, gold ids present in the split docs, low-overlap
+rewordings, and each close question's ``answer``: the section ids of the split docs that answer
+it (``[]`` when none does), ``[gold]`` exactly when the gold section answers it, never the gold
+otherwise."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from research.corpora import CELERY_DOCS, CELERY_SET, CELERY_SUBTREES, KINDS, celery_items
-from research.splits import CALIBRATION, HELD_OUT, celery_side
+from research.corpora import CORPORA, EVAL_DIR, KINDS
+from research.splits import CALIBRATION, HELD_OUT, celery_side, flask_side
 from tests.research.evalsets import load_jsonl, norm
 
-MIN_ITEMS = 166
+# corpus: (set, side of a topic, fewest items, fewest held-out items, fewest sections in the split docs)
+SETS = {
+    "celery": (EVAL_DIR / "celery_hard.jsonl", celery_side, 166, 40, 1000),
+    "flask": (EVAL_DIR / "flask_hard.jsonl", flask_side, 160, 30, 300),
+}
 STOP = frozenset(
     "a an the and or of to in on for with by at from as is are was were be been being do does did i my me we "
     "our you your it its this that these those what which who whom how why when where can could should would "
@@ -29,9 +34,14 @@ def content_words(text: str) -> set[str]:
     return {w[:5] for w in words if w not in STOP and len(w) > 1}
 
 
+@pytest.fixture(scope="module", params=sorted(SETS))
+def corpus(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def rows():
-    return load_jsonl(CELERY_SET)
+def rows(corpus):
+    return load_jsonl(SETS[corpus][0])
 
 
 def test_row_shape(rows):
@@ -57,8 +67,8 @@ def test_row_shape(rows):
                 assert r["gold"] not in answer, (r["id"], c["question"])
 
 
-def test_sizes_and_kinds(rows):
-    assert len(rows) >= MIN_ITEMS
+def test_sizes_and_kinds(corpus, rows):
+    assert len(rows) >= SETS[corpus][2]
     closes = [c for r in rows for c in r["close"]]
     kinds = Counter(c["kind"] for c in closes)
     for kind in KINDS:
@@ -68,15 +78,16 @@ def test_sizes_and_kinds(rows):
     assert sum(c["answered_by_source"] for c in closes) >= 20
 
 
-def test_split_by_topic(rows):
+def test_split_by_topic(corpus, rows):
+    side = SETS[corpus][1]
     sides: dict[str, set[str]] = defaultdict(set)
     for r in rows:
-        assert r["split"] == celery_side(r["topic"]), r["id"]
+        assert r["split"] == side(r["topic"]), r["id"]
         sides[r["topic"]].add(r["split"])
     assert all(len(s) == 1 for s in sides.values())
     counts = Counter(r["split"] for r in rows)
-    assert counts[HELD_OUT] >= 40 and counts[CALIBRATION] >= 80, counts
-    assert len(celery_items()) == len(rows)
+    assert counts[HELD_OUT] >= SETS[corpus][3] and counts[CALIBRATION] >= 80, counts
+    assert len(CORPORA[corpus].items()) == len(rows)
 
 
 def test_every_question_is_new(rows):
@@ -99,12 +110,13 @@ def test_a_third_of_rewordings_share_almost_no_content_words(rows):
 
 
 @pytest.mark.django_db
-def test_gold_ids_exist_in_the_split_corpus(rows):
+def test_gold_ids_exist_in_the_split_corpus(corpus, rows):
     from docingest.ingest import collect_sections
 
-    assert CELERY_DOCS.is_dir(), "Debian's python-celery-doc is needed (scripts/test.sh installs it)"
-    ids = {s.id for s in collect_sections(CELERY_DOCS, CELERY_SUBTREES)}
-    assert len(ids) > 1000
+    spec = CORPORA[corpus]
+    assert spec.available(), f"Debian's {spec.package} is needed (scripts/test.sh installs it)"
+    ids = {s.id for s in collect_sections(spec.docs, spec.subtrees)}
+    assert len(ids) > SETS[corpus][4]
     missing = [(r["id"], r["gold"]) for r in rows if r["gold"] not in ids]
     assert not missing
     missing_answers = [(r["id"], a) for r in rows for c in r["close"] for a in c["answer"] if a not in ids]
