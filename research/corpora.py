@@ -87,11 +87,11 @@ class Corpus:
     scope: str
     # The Debian package that installs ``docs``.
     package: str
+    # Reads the corpus's question set.
+    load: Callable[[], list[Item]]
 
     def items(self) -> list[Item]:
-        if self.name == "faq":
-            return faq_items()
-        return flask_items() if self.name == "flask" else celery_items()
+        return self.load()
 
     def available(self) -> bool:
         return self.docs.is_dir()
@@ -135,9 +135,9 @@ def flask_items(path: Path = FLASK_SET) -> list[Item]:
 
 
 CORPORA = {
-    "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc"),
-    "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc"),
-    "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc"),
+    "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc", faq_items),
+    "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc", celery_items),
+    "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc", flask_items),
 }
 
 

@@ -30,7 +30,7 @@ def test_other_section_stays_on_the_gold_page():
 def tiny_reports(tmp_path_factory, django_db_blocker):
     """The tiny replay over the REST API and through the services, same slice and seed."""
     assert CELERY_DOCS.is_dir(), "Debian's python-celery-doc is needed (scripts/test.sh installs it)"
-    corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery", "python-celery-doc")
+    corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery", "python-celery-doc", celery_items)
     reports = {}
     with django_db_blocker.unblock():
         for via in ("rest", "services"):
