@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from research.corpora import CORPORA
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
@@ -187,7 +188,6 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
     from docingest.progress import Progress
-    from research.corpora import CORPORA
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
 
@@ -620,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
-    c.add_argument("--corpus", default="faq", choices=("faq", "celery", "flask"),
+    c.add_argument("--corpus", default="faq", choices=sorted(CORPORA),
                    help="faq: the Python docs FAQ set; celery, flask: the replay's hard sets")
     rp = sub.add_parser("report")
     rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")

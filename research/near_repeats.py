@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from research.corpora import CORPORA
 from research.splits import REPO_ROOT
 
 FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "last_word_dropped")
@@ -80,7 +81,6 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
     from docingest.progress import Progress
-    from research.corpora import CORPORA
     from research.match_calibration import _ingest, _study_tenant
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
@@ -139,7 +139,7 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.near_repeats")
-    parser.add_argument("--corpus", default="celery", choices=("celery", "faq", "flask"))
+    parser.add_argument("--corpus", default="celery", choices=sorted(CORPORA))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--qqp", action="store_true", help="the restatement rule on QQP's labelled pairs")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "near_repeats")

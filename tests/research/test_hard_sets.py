@@ -11,14 +11,14 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from research.corpora import CORPORA, EVAL_DIR, KINDS
+from research.corpora import CELERY_SET, CORPORA, FLASK_SET, KINDS
 from research.splits import CALIBRATION, HELD_OUT, celery_side, flask_side
 from tests.research.evalsets import load_jsonl, norm
 
 # corpus: (set, side of a topic, fewest items, fewest held-out items, fewest sections in the split docs)
 SETS = {
-    "celery": (EVAL_DIR / "celery_hard.jsonl", celery_side, 166, 40, 1000),
-    "flask": (EVAL_DIR / "flask_hard.jsonl", flask_side, 160, 30, 300),
+    "celery": (CELERY_SET, celery_side, 166, 40, 1000),
+    "flask": (FLASK_SET, flask_side, 160, 30, 300),
 }
 STOP = frozenset(
     "a an the and or of to in on for with by at from as is are was were be been being do does did i my me we "
