@@ -630,6 +630,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("rows", nargs="+", type=Path)
     ps.add_argument("--manifest", type=Path, default=None)
     ps.add_argument("--floor", type=float, default=0.51)
+    ps.add_argument("--per-query", type=int, default=2, help="candidates scored per probe, nearest first")
     cu = sub.add_parser("cuts", help="choose the shipped scorer's cuts again on calibration rows, weights kept")
     cu.add_argument("rows", nargs="+", type=Path)
     cu.add_argument("--regime", default="question", choices=REGIMES)
@@ -669,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "pair-scores":
         for path in args.rows:
             rows = load_rows([path])
-            n = add_pair_scores(rows, manifest=args.manifest, floor=args.floor)
+            n = add_pair_scores(rows, manifest=args.manifest, floor=args.floor, per_query=args.per_query)
             with open(path, "w", encoding="utf-8") as fh:
                 for r in rows:
                     fh.write(json.dumps(r) + "\n")

@@ -11,6 +11,10 @@ Label 1 = same need (duplicate / paraphrase), 0 = different need.
   of its ``distinct`` questions (the brief's definition); for training both are used.
 - Hand-written pairs (``tests/data/paraphrase_pairs.jsonl``, ``tests/data/matcher_pairs.jsonl``):
   no split exists for them, so they are used for training only and never reported on.
+- A documentation corpus's items (``research.corpora``: ``faq``, ``celery``, ``flask``), by
+  ``hard_set()``: every two of an item's same-need questions (its question and its rewordings)
+  are a positive; each of them against each close-but-different question that its gold section
+  does not answer is a negative (close questions the gold section answers are left out).
 """
 
 from __future__ import annotations
@@ -89,6 +93,27 @@ def handwritten() -> list[Pair]:
     return out
 
 
+def hard_set(corpus: str, side: str | None = None) -> list[Pair]:
+    """Same-need / close-but-different question pairs of ``corpus``'s items on ``side`` (all
+    items when ``side`` is None)."""
+    from research.corpora import CORPORA
+
+    out = []
+    for item in CORPORA[corpus].items():
+        if side is not None and item.side != side:
+            continue
+        same = [item.question, *item.same_need]
+        for i, a in enumerate(same):
+            for b in same[i + 1:]:
+                out.append(Pair(a, b, 1, f"{corpus}:same_need"))
+        for close in item.close:
+            if close.answered_by_source:
+                continue
+            for a in same:
+                out.append(Pair(a, close.question, 0, f"{corpus}:close:{close.kind}"))
+    return out
+
+
 def counts(pairs: list[Pair]) -> dict:
     by: dict[str, dict[str, int]] = {}
     for p in pairs:
@@ -98,4 +123,4 @@ def counts(pairs: list[Pair]) -> dict:
     return by
 
 
-__all__ = ["CALIBRATION", "HELD_OUT", "Pair", "qqp", "faq", "handwritten", "counts"]
+__all__ = ["CALIBRATION", "HELD_OUT", "Pair", "qqp", "faq", "handwritten", "hard_set", "counts"]

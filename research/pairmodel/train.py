@@ -7,9 +7,10 @@ Training data (calibration side only; nothing held out is read):
 - QQP calibration pairs minus a fixed ~8 % "dev" slice of calibration groups (used only to
   watch training and to choose the head); up to ``--pairs`` of them, sampled with the seed,
   at their natural duplicate ratio (or balanced with ``--qqp-balance balanced``).
-- Python FAQ calibration positives/negatives (+ python_faq_hard.jsonl if present) and the
-  hand-written pairs (no split: training only), each repeated ``--small-repeat`` times per
-  epoch because they are few and in-domain.
+- Python FAQ calibration positives/negatives (+ python_faq_hard.jsonl if present), or with
+  ``--hard-sets faq,celery`` the same-need / close-but-different pairs of those corpora's
+  calibration items, and the hand-written pairs (no split: training only), each repeated
+  ``--small-repeat`` times per epoch because they are few and in-domain.
 Every pair is used in both orders (a, b) and (b, a). BCE on one logit, AdamW, linear warmup
 then linear decay. Progress goes to ``OUT/train.log``; the checkpoint to ``OUT/model.pt``.
 """
@@ -26,7 +27,7 @@ import numpy as np
 import torch
 
 from research.pairmodel.bert import PairScorer, encode_pairs, load_base, load_tokenizer
-from research.pairmodel.data import CALIBRATION, Pair, counts, faq, handwritten, qqp
+from research.pairmodel.data import CALIBRATION, Pair, counts, faq, handwritten, hard_set, qqp
 from research.pairmodel.metrics import roc_auc, tpr_at_fpr
 
 
@@ -50,10 +51,14 @@ def build_training_pairs(args, rng: random.Random) -> tuple[list[Pair], dict]:
         q = pos + neg[: len(pos)]
     rng.shuffle(q)
     q = q[: args.pairs]
-    small = faq(CALIBRATION) + handwritten()
+    if args.hard_sets:
+        in_domain = [p for name in args.hard_sets.split(",") for p in hard_set(name, CALIBRATION)]
+    else:
+        in_domain = faq(CALIBRATION)
+    small = in_domain + handwritten()
     info = {
-        "qqp_calibration": counts(q)["qqp"],
-        "faq_calibration": {k: v for k, v in counts(faq(CALIBRATION)).items()},
+        "qqp_calibration": counts(q).get("qqp", {"pos": 0, "neg": 0}),
+        "in_domain_calibration": counts(in_domain),
         "handwritten": counts(handwritten())["handwritten"],
         "small_repeat": args.small_repeat,
         "both_orders": True,
@@ -104,6 +109,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--head", choices=["cls", "pooler", "mean"], default="cls")
     ap.add_argument("--qqp-balance", choices=["natural", "balanced"], default="natural")
     ap.add_argument("--small-repeat", type=int, default=4)
+    ap.add_argument(
+        "--hard-sets",
+        default="",
+        help="comma-separated corpora (faq, celery, flask) whose calibration items give the in-domain "
+        "pairs (research.pairmodel.data.hard_set) instead of the FAQ's question pairs",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (timing / quick checks)")
     ap.add_argument(
