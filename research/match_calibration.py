@@ -235,7 +235,11 @@ MIN_SET_PROBES = 30
 FLOOR_KEEP = 0.93
 
 def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
-    """1 same need, 0 different need, None unknown (see the module docstring)."""
+    """1 same need, 0 different need, None unknown (see the module docstring). A row that
+    ``annotate_answers`` gave the entries whose section answers it is labelled by them, for
+    every candidate."""
+    if "right_entries" in row:
+        return int(cand.get("entry") in row["right_entries"])
     if cand.get("is_source"):
         return int(row["answered_by_source"]) if row["kind"] != "distinct" else 0
     if row["kind"].startswith("paraphrase"):
@@ -322,19 +326,44 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = ()) -> list[dict[str, Any]]:
+def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = (),
+              answers: bool = False) -> list[dict[str, Any]]:
     """The rows of ``paths``. ``per_corpus``: features standardised within each file, on the mean
     and spread of that file's own candidates over the collect floor (both sides, every probe
     kind, no label read): a tenant normalising its evidence on its own traffic, to measure
-    whether the features' scale differs by corpus."""
+    whether the features' scale differs by corpus. ``answers``: rows of a hard set that names
+    the sections answering each question are labelled by them (``annotate_answers``)."""
     rows: list[dict[str, Any]] = []
     for path in paths:
         with open(path, encoding="utf-8") as fh:
             part = [json.loads(line) for line in fh if line.strip()]
         if per_corpus:
             _standardise(part, per_corpus)
+        if answers:
+            annotate_answers(part)
         rows.extend(part)
     return rows
+
+
+def annotate_answers(rows: list[dict[str, Any]]) -> None:
+    """Give each row of a hard set (``celery``, ``flask``: their close questions name the
+    sections that answer them) ``right_entries``: the items whose trail's cited section answers
+    the probe. A rewording is answered by its item's gold section, a close question by its
+    ``answer`` sections; so another item's trail citing such a section is right to serve, and
+    any other trail wrong. Rows of a set without answers (the FAQ, QQP) are left as they are."""
+    by_set: dict[str, tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]] = {}
+    for row in rows:
+        name = row.get("set", "faq")
+        if name not in ("celery", "flask"):
+            continue
+        if name not in by_set:
+            items = CORPORA[name].items()
+            gold = {i.id: set(i.gold) for i in items}
+            close = {(i.id, c.question): set(c.answer) for i in items for c in i.close}
+            by_set[name] = (gold, close)
+        gold, close = by_set[name]
+        wanted = gold[row["group"]] if row["kind"].startswith("paraphrase") else close[(row["group"], row["query"])]
+        row["right_entries"] = sorted(e for e, sections in gold.items() if sections & wanted)
 
 
 def _standardise(rows: list[dict[str, Any]], features: Sequence[str]) -> None:
@@ -363,7 +392,8 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
         kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
             "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
         bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}",
-                                {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0})
+                                {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0,
+                                 "wrong_prefetch": 0})
         bucket["n"] += 1
         if not cands:
             continue
@@ -378,6 +408,7 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
             bucket["prefetch"] += 1
             bucket["own_prefetch"] += own
             bucket["source_prefetch"] += own
+            bucket["wrong_prefetch"] += pair_label(row, best) == 0
     return out
 
 
@@ -409,19 +440,21 @@ def regime_rows(rows: list[dict[str, Any]], regime: str) -> list[dict[str, Any]]
 
 def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tuple[float, float]:
     """The cuts of a scorer on calibration rows: the lowest prefetch cut whose false prefetch
-    (close-but-different questions the source does not answer, served the source trail as text)
-    is at most ``target_false`` in every set, and the hint cut that keeps 95 % of each set's
-    paraphrases' own trail in the hint band."""
+    (close-but-different questions the source does not answer, served the source trail as text,
+    or with ``annotate_answers`` any trail that does not answer them) is at most
+    ``target_false`` in every set, and the hint cut that keeps 95 % of each set's paraphrases'
+    own trail in the hint band."""
     grid = [round(0.5 + 0.01 * i, 2) for i in range(50)]
     best_cut = grid[-1]
     for cut in grid:
         sim = simulate(cal, score, floor=0.0, prefetch=cut, hint=0.0)
         # The trail a close-but-different question differs from, served as text: the false
         # prefetch the labels know. Another trail served to it is unlabelled (on the Celery set
-        # about half of those are that trail's own need, by reading them), as in pair_label.
+        # about half of those are that trail's own need, by reading them), as in pair_label,
+        # unless the rows carry the sections that answer it (``annotate_answers``).
         # A set with fewer close probes than MIN_SET_PROBES cannot bound a rate of a few per cent
         # (one probe is more than the target); it does not choose the cut.
-        rates = [b["source_prefetch"] / b["n"] for k, b in sim.items()
+        rates = [b["wrong_prefetch"] / b["n"] for k, b in sim.items()
                  if k.endswith(":twin") and b["n"] >= MIN_SET_PROBES]
         if max(rates, default=0.0) <= target_false:
             best_cut = cut
@@ -475,7 +508,7 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
 
 def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: float = 1.0,
         extra: Sequence[str] = (), regime: str = "document", without: Sequence[str] = (),
-        per_corpus: Sequence[str] = ()) -> dict[str, Any]:
+        per_corpus: Sequence[str] = (), answers: bool = False) -> dict[str, Any]:
     """``extra``: row features the product does not compute (``pair_model`` from ``pair-scores``),
     to measure what they would add; such a fit cannot be written. ``without``: product features
     left out (what the others do alone, on the same rows; the product scores a scorer of fewer
@@ -495,7 +528,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
     FEATURES = (*(f for f in FEATURES if f not in without), *extra)  # noqa: N806 - the names this fit uses
 
-    rows = regime_rows(load_rows(paths, per_corpus=per_corpus), regime)
+    rows = regime_rows(load_rows(paths, per_corpus=per_corpus, answers=answers), regime)
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
     feats, labels, sample_weights, sets = [], [], [], []
@@ -590,19 +623,21 @@ def score_with(report: dict[str, Any]):
 
 def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l2: float = 1.0,
                          extra: Sequence[str] = (), without: Sequence[str] = (),
-                         per_corpus: Sequence[str] = ()) -> dict[str, Any]:
+                         per_corpus: Sequence[str] = (), answers: bool = False) -> dict[str, Any]:
     """For each corpus (one rows file each): fit on the calibration side of the others, then
     apply that scorer and its cuts to the left-out corpus's held-out side, as a new tenant on a
     corpus nothing was fitted on would see them (offline: ambiguity, boundaries and the
-    coverage floor left out, so prefetch counts are upper bounds)."""
+    coverage floor left out, so prefetch counts are upper bounds). The left-out rows are always
+    labelled by the sections that answer them where the set names them, so ``wrong_prefetch``
+    counts another item's trail that does not answer a probe, whichever labels the fit used."""
     out: dict[str, Any] = {}
     for left in paths:
         rest = [p for p in paths if p != left]
         rep = fit(rest, write=False, target_false=target_false, l2=l2, extra=extra, without=without,
-                  per_corpus=per_corpus)
+                  per_corpus=per_corpus, answers=answers)
         floor = rep["similarity_threshold"]
         held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
-                for r in load_rows([left], per_corpus=per_corpus) if r["side"] == HELD_OUT]
+                for r in load_rows([left], per_corpus=per_corpus, answers=True) if r["side"] == HELD_OUT]
         out[left.name] = {
             "fitted_on": [p.name for p in rest],
             "cuts": {k: rep[k] for k in ("prefetch_confidence", "hint_confidence", "similarity_threshold")},
@@ -649,6 +684,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--per-corpus", action="append", default=[], metavar="FEATURE",
                    help="standardise FEATURE within each rows file on its own candidates (no labels): "
                         "whether the evidence's scale differs by corpus; such a fit cannot be written")
+    f.add_argument("--answers", action="store_true",
+                   help="label the hard sets' rows by the sections that answer each question (another item's "
+                        "trail citing one is right, any other wrong) instead of leaving other trails unlabelled")
     f.add_argument("--loco", action="store_true",
                    help="leave one corpus out: fit on the others, figures on the left-out one's held-out side")
     args = parser.parse_args(argv)
@@ -692,10 +730,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.loco:
         print(json.dumps(leave_one_corpus_out(args.rows, target_false=args.target_false, l2=args.l2,
                                               extra=args.extra, without=args.without,
-                                              per_corpus=args.per_corpus), indent=1))
+                                              per_corpus=args.per_corpus, answers=args.answers), indent=1))
         return 0
     fitted = fit(args.rows, write=args.write, target_false=args.target_false, l2=args.l2, extra=args.extra,
-                 regime=args.regime, without=args.without, per_corpus=args.per_corpus)
+                 regime=args.regime, without=args.without, per_corpus=args.per_corpus, answers=args.answers)
     print(json.dumps({k: v for k, v in fitted.items() if k not in ("means", "scales")}, indent=1))
     return 0
 

@@ -158,3 +158,62 @@ def test_per_corpus_standardises_each_file_on_its_own_candidates_and_cannot_be_w
     assert fit([low, high], write=False, target_false=0.04, per_corpus=["cosine"])["features"] == list(FEATURES)
     with pytest.raises(ValueError, match="per-corpus"):
         fit([low, high], write=True, target_false=0.04, per_corpus=["cosine"])
+
+
+def test_answers_label_every_trail_by_whether_its_section_answers_the_probe() -> None:
+    from research.corpora import CORPORA
+    from research.match_calibration import annotate_answers, pair_label
+
+    items = CORPORA["flask"].items()
+    gold = {i.id: set(i.gold) for i in items}
+    # An item with a close question answered by another item's gold section, and one that
+    # shares its gold section with another item.
+    close_item, close = next((i, c) for i in items for c in i.close
+                             if not c.answered_by_source and any(set(c.answer) & gold[j.id] for j in items))
+    answering = sorted(j.id for j in items if set(close.answer) & gold[j.id])
+    para_item = next(i for i in items if sum(gold[j.id] == gold[i.id] for j in items) > 1)
+    sharing = sorted(j.id for j in items if gold[j.id] & gold[para_item.id])
+    other = next(j.id for j in items if j.id not in answering and not gold[j.id] & gold[para_item.id])
+    rows = [
+        {"set": "flask", "group": close_item.id, "kind": "twin", "query": close.question,
+         "answered_by_source": False},
+        {"set": "flask", "group": para_item.id, "kind": "paraphrase", "query": para_item.same_need[0],
+         "answered_by_source": True},
+        {"set": "faq", "group": "x", "kind": "twin", "query": "q", "answered_by_source": False},
+    ]
+    annotate_answers(rows)
+    twin, para, faq = rows
+    assert twin["right_entries"] == answering and close_item.id not in answering
+    assert para["right_entries"] == sharing and para_item.id in sharing
+    assert "right_entries" not in faq
+    assert pair_label(twin, {"entry": answering[0]}) == 1
+    assert pair_label(twin, {"entry": close_item.id, "is_source": True}) == 0
+    assert pair_label(para, {"entry": sharing[-1] if sharing[-1] != para_item.id else sharing[0]}) == 1
+    assert pair_label(para, {"entry": other}) == 0
+    # Without the answers, another trail served to a close question is unlabelled.
+    assert pair_label(faq, {"entry": "y"}) is None
+
+
+def test_with_answers_another_trail_that_does_not_answer_a_close_probe_counts_against_the_cut() -> None:
+    from research.match_calibration import choose_bands
+
+    def twin(i: int, *, answers: bool) -> dict:
+        row = _probe("twin", 0.40, i)
+        row["candidates"][0]["entry"] = f"source {i}"
+        # Another item's trail, scored 0.80 + i/1000, that does not answer the probe (i odd)
+        # or does (i even).
+        other = _candidate(source=False, cosine=0.80 + i / 1000, restates=True)
+        other["entry"] = f"other {i}"
+        row["candidates"].append(other)
+        if answers:
+            row["right_entries"] = [f"other {i}"] if i % 2 == 0 else []
+        return row
+
+    paraphrases = [_probe("paraphrase", 0.95, i) for i in range(100)]
+    score = lambda c: c["features"]["cosine"]  # noqa: E731
+    # Unlabelled, the other trails do not count: the source scores 0.40, so the lowest cut.
+    assert choose_bands([twin(i, answers=False) for i in range(100)] + paraphrases, score,
+                        target_false=0.03)[0] == 0.5
+    # Labelled, the 50 wrong ones (0.801 … 0.899) do: 0.89 serves 5 of them (0.891 … 0.899), 0.90 none.
+    assert choose_bands([twin(i, answers=True) for i in range(100)] + paraphrases, score,
+                        target_false=0.03)[0] == 0.9
