@@ -15,7 +15,9 @@
 Labels of a (probe, candidate) pair: the source entry's trail is the same need for a
 paraphrase and for a twin the source section answers, a different need for other twins and
 distinct questions; another entry's trail is a different need for a paraphrase and unknown
-(left out) for twins and distinct questions, which often reword another FAQ question.
+(left out) for twins and distinct questions, which often reword another FAQ question. With
+``fit --answers``, the rows of a hard set whose close questions name the sections that answer
+them (Celery's, Flask's) are labelled by those sections instead, every trail of them.
 Research only: product code never imports this module.
 """
 
