@@ -43,6 +43,13 @@ class Log:
 
 
 def build_training_pairs(args, rng: random.Random) -> tuple[list[Pair], dict]:
+    if args.section_sets:
+        from research.pairmodel.sections import section_pairs
+
+        pairs = [p for name in args.section_sets.split(",") for p in section_pairs(name, CALIBRATION)]
+        info = {"section_pairs_calibration": counts(pairs), "small_repeat": args.small_repeat,
+                "both_orders": False}
+        return pairs * args.small_repeat, info
     q = qqp(CALIBRATION, dev=False)
     if args.qqp_balance == "balanced":
         pos = [p for p in q if p.label]
@@ -66,9 +73,13 @@ def build_training_pairs(args, rng: random.Random) -> tuple[list[Pair], dict]:
     return q + small * args.small_repeat, info
 
 
-def batches(pairs: list[Pair], batch: int, rng: random.Random) -> list[list[tuple[str, str, int]]]:
-    """Both orders, shuffled, then length-bucketed within chunks of 50 batches to cut padding."""
-    ex = [(p.a, p.b, p.label) for p in pairs] + [(p.b, p.a, p.label) for p in pairs]
+def batches(pairs: list[Pair], batch: int, rng: random.Random,
+            both_orders: bool = True) -> list[list[tuple[str, str, int]]]:
+    """Both orders (unless the pairs have a direction), shuffled, then length-bucketed within
+    chunks of 50 batches to cut padding."""
+    ex = [(p.a, p.b, p.label) for p in pairs]
+    if both_orders:
+        ex += [(p.b, p.a, p.label) for p in pairs]
     rng.shuffle(ex)
     out = []
     chunk = batch * 50
@@ -115,6 +126,12 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated corpora (faq, celery, flask) whose calibration items give the in-domain "
         "pairs (research.pairmodel.data.hard_set) instead of the FAQ's question pairs",
     )
+    ap.add_argument(
+        "--section-sets",
+        default="",
+        help="comma-separated corpora: train on their calibration items' (question, section text) pairs "
+        "(research.pairmodel.sections) only, one order, instead of question pairs",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (timing / quick checks)")
     ap.add_argument(
@@ -139,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     dev = qqp(CALIBRATION, dev=True)
     random.Random(1234).shuffle(dev)
     dev = dev[: args.dev_size]
-    log(f"data {json.dumps(info)} total_pairs={len(train_pairs)} examples/epoch={2 * len(train_pairs)} dev={len(dev)}")
+    examples = (2 if info["both_orders"] else 1) * len(train_pairs)
+    log(f"data {json.dumps(info)} total_pairs={len(train_pairs)} examples/epoch={examples} dev={len(dev)}")
 
     tok = load_tokenizer(args.max_len)
     model = PairScorer(load_base(), head=args.head)
@@ -153,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=args.lr)
-    steps_per_epoch = (2 * len(train_pairs) + args.batch - 1) // args.batch
+    orders = 2 if info["both_orders"] else 1
+    steps_per_epoch = (orders * len(train_pairs) + args.batch - 1) // args.batch
     total = int(steps_per_epoch * args.epochs)
     if args.max_steps:
         total = min(total, args.max_steps)
@@ -187,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     step, running = 0, []
     epoch = 0
     while step < total and progress(step) < 1.0:
-        for b in batches(train_pairs, args.batch, rng):
+        for b in batches(train_pairs, args.batch, rng, both_orders=info["both_orders"]):
             if step >= total or progress(step) >= 1.0:
                 break
             feats = encode_pairs(tok, [(a, c) for a, c, _ in b])

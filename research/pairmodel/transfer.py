@@ -10,6 +10,14 @@ question its gold section does not answer: negative) are scored by the MiniLM co
 ``Embedder``) and by the checkpoint (fp32, torch). Prints ROC AUC and the share of positives kept
 at 5 % and 10 % of negatives passed. A corpus named in ``--trained-on`` is reported on its
 held-out side only; another corpus on all its items (no constant was fitted on any of them).
+
+With ``--sections`` the pairs are ``research.pairmodel.sections.section_pairs`` (question,
+section text), the baseline is the cosine of the question and the section's embedding, and a
+second table puts the model beside the shipped evidence scorer on the decision the scorer makes:
+each probe of a corpus's ``collect`` rows (``reports/calibration/<corpus>-rows.jsonl``) against
+its source trail, a rewording (should serve) or a close question the source does not answer
+(should not). The scorer is the fit on the FAQ's and Celery's calibration rows; the combination
+(scorer logit + model logit) is fitted on Celery's held-out rows, which neither was fitted on.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from research.pairmodel.bert import encode_pairs, load_tokenizer
 from research.pairmodel.data import CALIBRATION, HELD_OUT, Pair, hard_set
 from research.pairmodel.evaluate import cosine_scores, metrics
 from research.pairmodel.export import load_checkpoint
+from research.splits import REPO_ROOT
 
 
 @torch.no_grad()
@@ -39,11 +48,75 @@ def model_scores(ckpt: Path, pairs: list[Pair]) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
+def section_cosine(pairs: list[Pair]) -> np.ndarray:
+    from cachecore.embedding import Embedder
+
+    emb = Embedder(threads=2)
+    texts = sorted({p.a for p in pairs} | {p.b for p in pairs})
+    vecs = emb.embed(texts, batch_size=32)
+    index = {t: i for i, t in enumerate(texts)}
+    return (vecs[[index[p.a] for p in pairs]] * vecs[[index[p.b] for p in pairs]]).sum(axis=1)
+
+
+def beside_the_scorer(ckpt: Path, rows_dir: Path) -> dict:
+    """The model and the shipped evidence scorer on each probe's source trail (see the module
+    docstring)."""
+    from research import match_calibration as mc
+    from research.pairmodel.evaluate import fit_logistic
+    from research.pairmodel.sections import section_texts
+
+    fitted = mc.fit([rows_dir / "faq-rows.jsonl", rows_dir / "celery-rows.jsonl"], write=False,
+                    target_false=0.04)
+    score = mc.score_with(fitted)
+    items = {name: {i.id: i for i in CORPORA[name].items()} for name in ("faq", "celery", "flask")}
+
+    def decisions(name: str, side: str | None) -> tuple[list[Pair], list[float], list[int]]:
+        texts = section_texts(name)
+        pairs, scorer, labels = [], [], []
+        for r in mc.load_rows([rows_dir / f"{name}-rows.jsonl"]):
+            if side is not None and r["side"] != side:
+                continue
+            if r["kind"].startswith("paraphrase"):
+                label = 1
+            elif r["kind"] == "twin" and not r["answered_by_source"]:
+                label = 0
+            else:
+                continue
+            gold = items[name][r["group"]].gold[0]
+            if gold not in texts:
+                continue
+            source = [c for c in r["candidates"] if c.get("is_source")]
+            scorer.append(score(source[0]) if source else 0.0)
+            pairs.append(Pair(r["query"], texts[gold], label, name))
+            labels.append(label)
+        return pairs, scorer, labels
+
+    def logit(p: np.ndarray) -> np.ndarray:
+        p = np.clip(p, 1e-6, 1 - 1e-6)
+        return np.log(p / (1 - p))
+
+    pairs, sc, y = decisions("celery", HELD_OUT)
+    m = model_scores(ckpt, pairs)
+    w = fit_logistic(np.column_stack([logit(np.array(sc)), m]), np.array(y, dtype=float))
+    out = {"combination_weights (bias, scorer logit, model logit)": [round(float(v), 4) for v in w]}
+    for name, side in (("flask", None), ("flask", HELD_OUT), ("celery", HELD_OUT), ("faq", HELD_OUT)):
+        pairs, sc, y = decisions(name, side)
+        m = model_scores(ckpt, pairs)
+        combo = w[0] + w[1] * logit(np.array(sc)) + w[2] * m
+        key = f"{name}:{side or 'all'}"
+        out[key] = {"pairs": {"pos": int(sum(y)), "neg": len(y) - int(sum(y))},
+                    "scorer": metrics(y, np.array(sc)), "model": metrics(y, m), "combined": metrics(y, combo)}
+        print(f"{key:16s} {out[key]}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", required=True, type=Path)
     ap.add_argument("--trained-on", required=True, help="comma-separated corpora the checkpoint saw")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--sections", action="store_true", help="(question, section text) pairs; see above")
+    ap.add_argument("--rows-dir", type=Path, default=REPO_ROOT / "reports" / "calibration")
     args = ap.parse_args(argv)
     torch.set_num_threads(2)
     trained = set(args.trained_on.split(","))
@@ -51,20 +124,26 @@ def main(argv: list[str] | None = None) -> None:
     for name in sorted(CORPORA):
         sides = [HELD_OUT] if name in trained else [CALIBRATION, HELD_OUT, None]
         for side in sides:
-            pairs = hard_set(name, side)
+            if args.sections:
+                from research.pairmodel.sections import section_pairs
+
+                pairs = section_pairs(name, side)
+            else:
+                pairs = hard_set(name, side)
             y = [p.label for p in pairs]
             key = f"{name}:{side or 'all'}"
             results[key] = {
                 "pairs": {"pos": int(sum(y)), "neg": len(y) - int(sum(y))},
-                "cosine": metrics(y, cosine_scores(pairs)),
+                "cosine": metrics(y, section_cosine(pairs) if args.sections else cosine_scores(pairs)),
                 "pair_model": metrics(y, model_scores(args.ckpt, pairs)),
             }
             r = results[key]
             print(f"{key:22s} pos {r['pairs']['pos']:4d} neg {r['pairs']['neg']:4d}  "
                   f"cosine {r['cosine']}  pair model {r['pair_model']}", flush=True)
+    beside = beside_the_scorer(args.ckpt, args.rows_dir) if args.sections else None
     if args.out:
         args.out.write_text(json.dumps({"ckpt": str(args.ckpt), "trained_on": sorted(trained),
-                                        "results": results}, indent=2) + "\n")
+                                        "results": results, "beside_the_scorer": beside}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

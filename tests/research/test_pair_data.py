@@ -41,3 +41,27 @@ def test_hard_set_pairs_follow_the_items(corpus: str) -> None:
                 assert p.a in unanswered[p.b]
     every = hard_set(corpus)
     assert len(every) == len(hard_set(corpus, CALIBRATION)) + len(hard_set(corpus, HELD_OUT))
+
+
+def test_section_pairs_pair_each_question_with_the_section_that_answers_it_or_the_trap() -> None:
+    from research.pairmodel.sections import section_pairs, section_texts
+
+    texts = section_texts("flask")
+    items = [i for i in CORPORA["flask"].items() if i.side == HELD_OUT]
+    pairs = {(p.a, p.b): p.label for p in section_pairs("flask", HELD_OUT)}
+    checked = 0
+    for item in items:
+        gold = texts[item.gold[0]]
+        for q in (item.question, *item.same_need):
+            assert pairs[(q, gold)] == 1
+        for close in item.close:
+            if not close.answered_by_source:
+                # the trap: the section the close question's neighbour cites
+                assert pairs[(close.question, gold)] == 0
+            answer = next(a for a in close.answer if a in texts) if close.answer else None
+            if answer is not None:
+                assert pairs[(close.question, texts[answer])] == 1
+                if answer not in item.gold:
+                    assert pairs[(item.question, texts[answer])] == 0
+                checked += 1
+    assert checked > 20
