@@ -11,7 +11,9 @@ Training data (calibration side only; nothing held out is read):
   ``--hard-sets faq,celery`` the same-need / close-but-different pairs of those corpora's
   calibration items, and the hand-written pairs (no split: training only), each repeated
   ``--small-repeat`` times per epoch because they are few and in-domain.
-Every pair is used in both orders (a, b) and (b, a). BCE on one logit, AdamW, linear warmup
+With ``--section-sets faq,celery`` the data are only those corpora's calibration items'
+(question, section text) pairs (``research.pairmodel.sections``), question first.
+Every question pair is used in both orders (a, b) and (b, a). BCE on one logit, AdamW, linear warmup
 then linear decay. Progress goes to ``OUT/train.log``; the checkpoint to ``OUT/model.pt``.
 """
 
