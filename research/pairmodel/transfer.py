@@ -37,28 +37,24 @@ from research.pairmodel.export import load_checkpoint
 from research.splits import REPO_ROOT
 
 
-@torch.no_grad()
-def model_scores(ckpt: Path, pairs: list[Pair]) -> np.ndarray:
-    model, meta = load_checkpoint(ckpt)
-    model.eval()
-    tok = load_tokenizer(meta["max_len"])
-    out = []
-    for i in range(0, len(pairs), 64):
-        out.append(model(**encode_pairs(tok, [(p.a, p.b) for p in pairs[i:i + 64]]))[:, 0].numpy())
-    return np.concatenate(out) if out else np.zeros(0)
+class PairModel:
+    """A checkpoint loaded once, scoring pairs (fp32, torch)."""
+
+    def __init__(self, ckpt: Path) -> None:
+        self.model, meta = load_checkpoint(ckpt)
+        self.model.eval()
+        self.tok = load_tokenizer(meta["max_len"])
+
+    @torch.no_grad()
+    def scores(self, pairs: list[Pair]) -> np.ndarray:
+        out = []
+        for i in range(0, len(pairs), 64):
+            batch = [(p.a, p.b) for p in pairs[i:i + 64]]
+            out.append(self.model(**encode_pairs(self.tok, batch))[:, 0].numpy())
+        return np.concatenate(out) if out else np.zeros(0)
 
 
-def section_cosine(pairs: list[Pair]) -> np.ndarray:
-    from cachecore.embedding import Embedder
-
-    emb = Embedder(threads=2)
-    texts = sorted({p.a for p in pairs} | {p.b for p in pairs})
-    vecs = emb.embed(texts, batch_size=32)
-    index = {t: i for i, t in enumerate(texts)}
-    return (vecs[[index[p.a] for p in pairs]] * vecs[[index[p.b] for p in pairs]]).sum(axis=1)
-
-
-def beside_the_scorer(ckpt: Path, rows_dir: Path) -> dict:
+def beside_the_scorer(model: PairModel, rows_dir: Path) -> dict:
     """The model and the shipped evidence scorer on each probe's source trail (see the module
     docstring)."""
     from research import match_calibration as mc
@@ -96,12 +92,12 @@ def beside_the_scorer(ckpt: Path, rows_dir: Path) -> dict:
         return np.log(p / (1 - p))
 
     pairs, sc, y = decisions("celery", HELD_OUT)
-    m = model_scores(ckpt, pairs)
+    m = model.scores(pairs)
     w = fit_logistic(np.column_stack([logit(np.array(sc)), m]), np.array(y, dtype=float))
     out = {"combination_weights (bias, scorer logit, model logit)": [round(float(v), 4) for v in w]}
     for name, side in (("flask", None), ("flask", HELD_OUT), ("celery", HELD_OUT), ("faq", HELD_OUT)):
         pairs, sc, y = decisions(name, side)
-        m = model_scores(ckpt, pairs)
+        m = model.scores(pairs)
         combo = w[0] + w[1] * logit(np.array(sc)) + w[2] * m
         key = f"{name}:{side or 'all'}"
         out[key] = {"pairs": {"pos": int(sum(y)), "neg": len(y) - int(sum(y))},
@@ -120,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(2)
     trained = set(args.trained_on.split(","))
+    model = PairModel(args.ckpt)
     results = {}
     for name in sorted(CORPORA):
         sides = [HELD_OUT] if name in trained else [CALIBRATION, HELD_OUT, None]
@@ -134,13 +131,14 @@ def main(argv: list[str] | None = None) -> None:
             key = f"{name}:{side or 'all'}"
             results[key] = {
                 "pairs": {"pos": int(sum(y)), "neg": len(y) - int(sum(y))},
-                "cosine": metrics(y, section_cosine(pairs) if args.sections else cosine_scores(pairs)),
-                "pair_model": metrics(y, model_scores(args.ckpt, pairs)),
+                # section texts are long: smaller batches
+                "cosine": metrics(y, cosine_scores(pairs, batch_size=32 if args.sections else 64)),
+                "pair_model": metrics(y, model.scores(pairs)),
             }
             r = results[key]
             print(f"{key:22s} pos {r['pairs']['pos']:4d} neg {r['pairs']['neg']:4d}  "
                   f"cosine {r['cosine']}  pair model {r['pair_model']}", flush=True)
-    beside = beside_the_scorer(args.ckpt, args.rows_dir) if args.sections else None
+    beside = beside_the_scorer(model, args.rows_dir) if args.sections else None
     if args.out:
         args.out.write_text(json.dumps({"ckpt": str(args.ckpt), "trained_on": sorted(trained),
                                         "results": results, "beside_the_scorer": beside}, indent=2) + "\n")
