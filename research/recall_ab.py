@@ -135,10 +135,10 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
     """gunicorn from ``checkout``: latency and requests/s at concurrency 1 and 8, and CPU per
     request in its workers and in the database server's backends."""
     import django
-    import psutil
 
     django.setup()
     from research.bench import httpload
+    from research.bench.cpu import CpuMeter, database_backends
     from tenants.caller import tenant_caller
     from tenants.models import ApiKey, Tenant, all_key_permissions
     from tenants.services import api_key_create
@@ -152,21 +152,6 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
     jobs = [("POST", "/api/v1/recall", json.dumps({"scope": q[1], "query": q[2]}).encode(), keys[q[0]])
             for q in chosen]
     database = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
-
-    def cpu(pids: list[int]) -> float:
-        total = 0.0
-        for pid in pids:
-            try:
-                times = psutil.Process(pid).cpu_times()
-                total += times.user + times.system
-            except psutil.Error:
-                pass
-        return total
-
-    def backends() -> list[int]:
-        return [p.pid for p in psutil.process_iter(["name", "cmdline"])
-                if "postgres" in (p.info["name"] or "") and database in " ".join(p.info["cmdline"] or [])]
-
     extra = {**{k: v for k, v in env.items() if k.startswith("TRAILCACHE_")}, "PYTHONPATH": str(checkout)}
     out: dict = {}
     try:
@@ -174,14 +159,12 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
                                cwd=checkout) as server:
             httpload.run_load(server, jobs[:40], concurrency=2, time_limit_s=60)
             for concurrency in (1, 8):
-                w0, p0 = cpu(server.worker_pids()), cpu(backends())
+                meter = CpuMeter({"workers": server.worker_pids, "postgres": lambda: database_backends(database)})
+                meter.start()
                 run = httpload.run_load(server, jobs[:n], concurrency=concurrency, time_limit_s=60)
-                w1, p1 = cpu(server.worker_pids()), cpu(backends())
-                done = max(1, run["n"])
                 out[f"c{concurrency}"] = {
                     "p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"], "per_s": run["per_s"], "errors": run["errors"],
-                    "cpu_ms_per_request": {"workers": round((w1 - w0) / done * 1000, 2),
-                                           "postgres": round((p1 - p0) / done * 1000, 2)},
+                    "cpu_ms_per_request": meter.stop(run["n"]),
                 }
     finally:
         ApiKey.objects.filter(tenant__in=used, name="recall-ab").delete()

@@ -44,25 +44,60 @@ def evaluate_targets(report: dict) -> list[dict]:
     return out
 
 
+def _cpu(node: dict | None) -> tuple[float | None, float | None]:
+    """(this process or the web workers, the database server) CPU ms per request of a timed
+    node (``research.bench.cpu``), None where not measured."""
+    cpu = (node or {}).get("cpu_ms") or {}
+    own = cpu.get("process", cpu.get("workers"))
+    return own, cpu.get("database")
+
+
+def _cpu_bound(node: dict | None, wall_ms: float) -> str:
+    """Where a request's CPU went against its wall time, from the run's own figures."""
+    own, db = _cpu(node)
+    if own is None:
+        return ""
+    spent = own + (db or 0.0)
+    waits = wall_ms - spent
+    server = (f", {db:.1f} ms in the database server" if db is not None
+              else " (the database server is not on this machine)")
+    where = f"CPU per request (mean): {own:.1f} ms in Python{server}"
+    if waits < 0:
+        return (f"{where}: {spent:.1f} ms against a mean wall time of {wall_ms:.1f} ms (the log write runs beside "
+                "the next request, after the answer), so it is CPU-bound and waits on nothing else")
+    if waits <= 0.15 * wall_ms:
+        return f"{where}: {spent:.1f} of a mean {wall_ms:.1f} ms, so it is CPU-bound and waits on nothing else"
+    return f"{where}: {spent:.1f} of a mean {wall_ms:.1f} ms; {waits:.1f} ms waiting (round trips, scheduling)"
+
+
 def bound_of(report: dict, path: str) -> tuple[str, str]:
     """For a missed target: what this run measured that bounds it, and the next step. Computed
-    from the run's own figures (the embedding's and the search's share of a request, the CPU
-    ceiling they imply on this machine's cores), so a re-run on other hardware says its own."""
+    from the run's own figures (the phases, the model alone, the CPU each request spent in
+    Python and in the database server, and the ceiling that CPU implies on this machine's
+    cores), so a re-run on other hardware says its own."""
     cores = get(report, "config.cpu_count") or 1
     emb = get(report, "embedding.one.p50_ms") or 0.0
     search = get(report, "recall.included.by_phase.search.p50_ms") or 0.0
-    included = get(report, "recall.included.p50_ms") or emb + search
-    by_path = get(report, "recall.included.by_path") or {}
+    scoring = get(report, "recall.included.by_phase.scoring.p50_ms") or 0.0
+    included_node = get(report, "recall.included") or {}
+    included = included_node.get("p50_ms") or emb + search
+    own, db = _cpu(included_node)
+    by_path = included_node.get("by_path") or {}
     paths = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in sorted(by_path.items()))
     model = get(report, "config.embedding_model") or "the embedding model"
-    model_step = (f"{model} takes {emb:.1f} ms of one core per query here (one thread); then the log write off "
-                  "the request, the scoring's per-candidate features and DRF's request validation "
-                  "(docs/performance.md, not done yet)")
+    python_rest = f"{own - emb:.1f} ms" if own is not None else "the rest"
+    work_step = (f"less work per recall, since its time is the CPU it spends: {model} takes {emb:.1f} ms of one "
+                 f"core per query here (its floor on this CPU, one thread); Python's own work is {python_rest} "
+                 f"(scoring {scoring:.1f} ms p50, reading and building the rows, the log write)"
+                 + (f"; the database server's {db:.1f} ms are the two reads' statements and the log write"
+                    if db is not None else "")
+                 + " (docs/performance.md)")
     if path.startswith("recall.included."):
-        phases = get(report, "recall.included.by_phase") or {}
+        phases = included_node.get("by_phase") or {}
         spent = ", ".join(f"{name} p50/p99 {n['p50_ms']:.1f}/{n['p99_ms']:.1f} ms" for name, n in phases.items())
-        return (f"by path: {paths}; by phase: {spent}; the model alone {emb:.1f} ms",
-                "the phase that is furthest over its floor (docs/performance.md)")
+        cpu = _cpu_bound(included_node, included_node.get("mean_ms") or included)
+        return (f"by path: {paths}; by phase: {spent}; the model alone {emb:.1f} ms" + (f"; {cpu}" if cpu else ""),
+                work_step)
     if path.startswith("hnsw_recall."):
         hr = get(report, "hnsw_recall") or {}
         ans, off = hr.get("answerable") or {}, hr.get("off_topic") or {}
@@ -76,20 +111,52 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
     if path.startswith("http.recall_c1."):
         stat = path.rsplit(".", 1)[1]
         web = max(0.0, (get(report, path) or 0.0) - (get(report, f"recall.included.{stat}") or included))
+        c1 = get(report, "http.recall_c1") or {}
+        workers, _ = _cpu(c1)
+        extra = (f"; a request's worker spends {workers:.1f} ms of CPU where services.recall spends {own:.1f} ms, "
+                 f"so the web path costs ≈ {max(0.0, workers - own):.1f} ms of CPU"
+                 if workers is not None and own is not None else "")
         return (f"services.recall takes {included:.1f} ms in-process (p50), {emb:.1f} ms of it the embedding "
                 f"(its search {search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
-                f"authentication, JSON) adds {web:.1f} ms at the same percentile", model_step)
+                f"authentication, JSON) adds {web:.1f} ms at the same percentile{extra}", work_step)
     if path == "http.recall_c8.per_s":
-        per = get(report, "http.recall_c1.p50_ms") or included
-        return (f"CPU: a recall costs ≈ {per:.1f} ms of one core (embedding {emb:.1f} ms of it), so {cores} cores "
-                f"serve at most ≈ {cores * 1000 / per:.0f}/s, the load generator on the same cores included",
-                f"{model_step}; beyond that more cores or web nodes (docs/deploy.md)")
+        return (_throughput_bound(report, "http.recall_c8", "a recall", cores,
+                                  fallback=get(report, "http.recall_c1.p50_ms") or included),
+                f"{work_step}; beyond that more cores or web nodes (docs/deploy.md)")
     if path.startswith("http.record_c8") or path == "records.per_s":
         rec = get(report, "records.p50_ms") or 0.0
-        return (f"a record costs ≈ {rec:.1f} ms in-process (embedding {emb:.1f} ms, then the trail, its citations "
-                f"and the insert into the partition's HNSW index), so {cores} cores write at most "
-                f"≈ {cores * 1000 / rec if rec else 0:.0f}/s", f"{model_step}; more cores or web nodes")
+        node = "http.record_c8" if path.startswith("http.") else "records"
+        rec_own, rec_db = _cpu(get(report, "records"))
+        record_step = (f"less work per record: {model} takes {emb:.1f} ms of one core per question here"
+                       + (f", Python {rec_own - emb:.1f} ms more" if rec_own is not None else "")
+                       + (f", the database server {rec_db:.1f} ms (the trail's row, its citations, the HNSW "
+                          "insert)" if rec_db is not None else ""))
+        return (_throughput_bound(report, node, "a record", cores, fallback=rec)
+                + f" (in-process p50 {rec:.1f} ms: the embedding {emb:.1f} ms, then the trail, its citations and "
+                  "the insert into the partition's HNSW index)",
+                f"{record_step}; more cores or web nodes")
     return ("", "")
+
+
+def _throughput_bound(report: dict, path: str, what: str, cores: int, *, fallback: float) -> str:
+    """The ceiling the CPU a request spent puts on requests/s over the machine's cores: every
+    process's share (web workers or this process, the database server, the load generator) where
+    measured, else the latency at concurrency 1 as a stand-in."""
+    cpu = (get(report, path) or {}).get("cpu_ms") or {}
+    measured = {k: v for k, v in cpu.items() if v is not None}
+    if measured:
+        per = sum(measured.values())
+        parts = ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in measured.items())
+        return (f"CPU: {what} costs {per:.1f} ms of CPU over all processes ({parts} ms), so {cores} cores "
+                f"serve at most ≈ {cores * 1000 / per:.0f}/s")
+    return (f"CPU: {what} costs ≈ {fallback:.1f} ms of one core (its latency alone), so {cores} cores "
+            f"serve at most ≈ {cores * 1000 / fallback if fallback else 0:.0f}/s, the load generator on the same "
+            "cores included")
+
+
+def _cpu_cell(node: dict | None, keys: tuple[str, ...] = ("process", "database")) -> str:
+    cpu = (node or {}).get("cpu_ms") or {}
+    return " · ".join(_fmt(cpu.get(k)) for k in keys)
 
 
 def _fmt(value: Any) -> str:
@@ -138,6 +205,8 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     for phase, node in (get(r, "recall.included.by_phase") or {}).items():
         out.append((f"  phase {phase} p50 / p99 (ms)", f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     out += lat("recall.included.without_embedding", "  services.recall without its embedding")
+    out.append(("  CPU per recall, mean (ms): Python · database server",
+                _cpu_cell(get(r, "recall.included")), ""))
     out += lat("recall.cold", "  first pass, pages not yet cached")
     out.append(("recall outcomes", _fmt(get(r, "recall.included.outcomes")), ""))
     hr = r.get("hnsw_recall") or {}
@@ -162,6 +231,7 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
                 f"{_fmt(e.get('batch_ms'))} / {_fmt(e.get('sentences_per_s'))}", ""))
     out.append(("records in-process: records/s (p50 ms)",
                 f"{_fmt(get(r, 'records.per_s'))} ({_fmt(get(r, 'records.p50_ms'))})", verdict("records.per_s")))
+    out.append(("  CPU per record, mean (ms): Python · database server", _cpu_cell(get(r, "records")), ""))
     h = r.get("http")
     if h:
         out.append(("HTTP server", f"gunicorn {h['workers']} × {h['worker_class']}"
@@ -173,6 +243,8 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
                         f"{_fmt(node.get('p50_ms'))} / {_fmt(node.get('p99_ms'))}, {_fmt(node.get('per_s'))}"
                         f"{' (' + str(node.get('errors')) + ' errors)' if node.get('errors') else ''}",
                         " ".join(filter(None, [verdict(f'http.{key}.p50_ms'), verdict(f'http.{key}.per_s')]))))
+            out.append(("  CPU per request, mean (ms): workers · database server · load generator",
+                        _cpu_cell(node, ("workers", "database", "load_generator")), ""))
         out.append(("web worker peak RSS", _mb(h.get("worker_peak_rss_bytes")), ""))
     s = r.get("sizes") or {}
     out.append(("trail table / its indexes / HNSW index",

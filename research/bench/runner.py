@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from django.db import connection
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from research.bench import corpus, httpload, report, seed, timing
+from research.bench.cpu import CpuMeter, database_backends, this_process
 from tenants.caller import tenant_caller
 from tenants.models import ApiKey, Tenant, all_key_permissions
 from tenants.services import api_key_create
@@ -195,6 +197,7 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
         record_jobs.append(("POST", "/api/v1/trails", body, keys[tenant.pk]))
 
     url = cfg.database_url or database_url_of_connection()
+    database = url.rsplit("/", 1)[1].split("?", 1)[0]
     log(f"starting gunicorn ({cfg.workers} × {cfg.worker_class}) …")
     with httpload.gunicorn(database_url=url, workers=cfg.workers, worker_class=cfg.worker_class,
                            threads=cfg.threads) as server:
@@ -205,16 +208,24 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
                         "port": server.port}
         n = cfg.http_requests
         log(f"HTTP recall, concurrency 1: {n} requests (≤ {cfg.http_time_limit_s:g}s) …")
-        result["recall_c1"] = httpload.run_load(server, recall_jobs(n, 0), concurrency=1,
-                                                time_limit_s=cfg.http_time_limit_s)
+        meter = CpuMeter({"workers": server.worker_pids, "database": lambda: database_backends(database),
+                          "load_generator": this_process})
+
+        def metered(run: Callable[[], dict]) -> dict:
+            meter.start()
+            out = run()
+            return {**out, "cpu_ms": meter.stop(out["n"])}
+
+        result["recall_c1"] = metered(lambda: httpload.run_load(server, recall_jobs(n, 0), concurrency=1,
+                                                                time_limit_s=cfg.http_time_limit_s))
         log(f"  p50 {result['recall_c1']['p50_ms']} ms, {result['recall_c1']['per_s']}/s")
         log(f"HTTP recall, concurrency {cfg.concurrency}: {n} requests …")
-        result["recall_c8"] = httpload.run_load(server, recall_jobs(n, n // 2), concurrency=cfg.concurrency,
-                                                time_limit_s=cfg.http_time_limit_s)
+        result["recall_c8"] = metered(lambda: httpload.run_load(
+            server, recall_jobs(n, n // 2), concurrency=cfg.concurrency, time_limit_s=cfg.http_time_limit_s))
         log(f"  p50 {result['recall_c8']['p50_ms']} ms, {result['recall_c8']['per_s']}/s")
         log(f"HTTP record, concurrency {cfg.concurrency}: {len(record_jobs)} requests …")
-        result["record_c8"] = httpload.run_load(server, record_jobs, concurrency=cfg.concurrency,
-                                                time_limit_s=cfg.http_time_limit_s, expect=201)
+        result["record_c8"] = metered(lambda: httpload.run_load(
+            server, record_jobs, concurrency=cfg.concurrency, time_limit_s=cfg.http_time_limit_s, expect=201))
         log(f"  {result['record_c8']['per_s']}/s")
         result["worker_peak_rss_bytes"] = max(server.rss_peak.values()) if server.rss_peak else None
     ApiKey.objects.filter(tenant__in=used, name="bench").delete()

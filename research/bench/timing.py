@@ -17,8 +17,10 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from cachecore.selectors import nearest
 from cachecore.selectors.nearest import _scope_sizes, nearest_trails
+from cachecore.services import recall_log
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
+from research.bench.cpu import CpuMeter, database_backends, this_process
 from tenants.caller import tenant_caller
 from tenants.models import Tenant
 
@@ -98,13 +100,18 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     resolver, scoring, the log write): its percentiles, by search path, the same without the
     embedding, and each phase's percentiles from the timings the service keeps for its metrics
     (``RecallResult.diagnostics``). The query-vector cache is emptied before each call: every figure
-    holds the model's own time (a repeated question skips it)."""
+    holds the model's own time (a repeated question skips it). ``cpu_ms``: the mean CPU a recall
+    spent in this process (the model, Python, the log writer's thread) and in the database
+    server (``research.bench.cpu``), its log write included."""
     embedder = get_embedder()
     samples: list[float] = []
     without_embedding: list[float] = []
     by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
     by_phase: dict[str, list[float]] = {}
     outcomes: Counter[str] = Counter()
+    recall_log.flush()
+    meter = _recall_meter()
+    meter.start()
     for q in queries:
         tenant = tenants[q.tenant_id]
         embedder.cache_clear()
@@ -119,9 +126,17 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
             if phase != "total":
                 by_phase.setdefault(phase, []).append(seconds * 1000)
         outcomes[str(result.answer.outcome)] += 1
+    recall_log.flush()
+    cpu = meter.stop(len(queries))
     return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
             "without_embedding": percentiles(without_embedding),
-            "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes)}
+            "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes),
+            "mean_ms": round(sum(samples) / max(1, len(samples)), 2), "cpu_ms": cpu}
+
+
+def _recall_meter() -> CpuMeter:
+    database = connection.settings_dict["NAME"]
+    return CpuMeter({"process": this_process, "database": lambda: database_backends(database)})
 
 
 def exact_neighbours(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5,
@@ -200,6 +215,8 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
 
     rng = random.Random(seed)
     samples: list[float] = []
+    meter = _recall_meter()
+    meter.start()
     started = time.perf_counter()
     for i in range(n):
         tenant = tenants[i % len(tenants)]
@@ -213,7 +230,7 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
         )
         samples.append((time.perf_counter() - t0) * 1000)
     elapsed = time.perf_counter() - started
-    return {**percentiles(samples), "records_per_s": round(n / elapsed, 1)}
+    return {**percentiles(samples), "records_per_s": round(n / elapsed, 1), "cpu_ms": meter.stop(n)}
 
 
 SIZE_BUCKETS = [(0, 500), (500, 2000), (2000, 5000), (5000, 20000), (20000, 10**9)]

@@ -46,6 +46,10 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
     assert "excluded" not in result["recall"]  # the bench times services.recall, no copy of it
     assert set(included["by_path"]) == {"exact", "hnsw"}
     assert included["without_embedding"]["p50_ms"] < included["p50_ms"]
+    # CPU per recall, in this process and in the (local) database server's backends.
+    # (a clock tick is 10 ms: a tiny run may spend less than one in the database.)
+    assert included["cpu_ms"]["process"] > 0 and included["cpu_ms"]["database"] is not None
+    assert result["records"]["cpu_ms"]["process"] is not None
     phases = included["by_phase"]
     assert {"embedding", "search", "validation", "scoring", "write"} <= set(phases)
     assert all(node["n"] == included["n"] for node in phases.values())  # every recall runs every phase
@@ -73,6 +77,10 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
         _check_latency(http[key])
         assert http[key]["per_s"] > 0
     assert http["recall_c1"]["n"] == 6 and http["record_c8"]["n"] == 4
+    # Measured for every process group (a few requests may spend less than one clock tick in one).
+    cpu = [http[key]["cpu_ms"] for key in ("recall_c1", "recall_c8", "record_c8")]
+    assert all(c[k] is not None and c[k] >= 0 for c in cpu for k in ("workers", "database", "load_generator"))
+    assert sum(c["workers"] for c in cpu) > 0
     assert http["worker_peak_rss_bytes"] > 50 * 1024 * 1024
 
     for name in ("trail_table", "trail_indexes", "trail_hnsw", "citation_table", "citation_indexes"):
@@ -117,3 +125,37 @@ def test_a_missed_target_prints_its_measured_bound_and_next_step() -> None:
     c1 = targets["http.recall_c1.p50_ms"]
     assert "services.recall takes 3.0 ms in-process (p50), 1.4 ms of it the embedding" in c1["bound"]
     assert "adds 2.5 ms" in c1["bound"]  # 5.5 ms over HTTP
+    assert "CPU per request" not in bound  # no CPU measured in this run: nothing claimed
+
+
+def test_a_missed_target_is_bounded_by_the_cpu_it_measured() -> None:
+    # CPU measured per recall: the bound says where it went and what it allows on the cores.
+    result = {
+        "config": {"trails": 100_000, "cpu_count": 2, "embedding_model": "m@1"},
+        "recall": {"included": {"p50_ms": 9.0, "p99_ms": 14.0, "mean_ms": 9.5, "by_path": {},
+                                "by_phase": {"scoring": {"n": 5, "p50_ms": 1.2, "p99_ms": 2.0}},
+                                "cpu_ms": {"process": 6.0, "database": 3.0}}},
+        "hnsw_recall": {"n": 10, "mean": 0.99, "min": 0.8},
+        "embedding": {"one": {"p50_ms": 2.0}},
+        "records": {"per_s": 120.0, "p50_ms": 8.0, "cpu_ms": {"process": 5.0, "database": None}},
+        "http": {"recall_c1": {"p50_ms": 12.0, "p99_ms": 18.0, "cpu_ms": {"workers": 8.0, "database": 4.0}},
+                 "recall_c8": {"per_s": 150.0, "cpu_ms": {"workers": 7.0, "database": 4.5, "load_generator": 0.5}},
+                 "record_c8": {"per_s": 200.0}},
+    }
+    targets = {t["path"]: t for t in report.evaluate_targets(result)}
+    p50 = targets["recall.included.p50_ms"]
+    assert "6.0 ms in Python, 3.0 ms in the database server: 9.0 of a mean 9.5 ms" in p50["bound"]
+    assert "CPU-bound" in p50["bound"]
+    assert "Python's own work is 4.0 ms (scoring 1.2 ms p50" in p50["next_step"]  # 6.0 - the model's 2.0
+    c8 = targets["http.recall_c8.per_s"]["bound"]
+    assert "12.0 ms of CPU over all processes" in c8 and "≈ 167/s" in c8  # 2 × 1000 / (7 + 4.5 + 0.5)
+    c1 = targets["http.recall_c1.p50_ms"]["bound"]
+    assert "the web path costs ≈ 2.0 ms of CPU" in c1  # the worker's 8.0 against services.recall's 6.0
+    # A record measured without the database's share: only what was measured counts.
+    records = targets["records.per_s"]
+    assert "5.0 ms of CPU over all processes (process 5.0 ms)" in records["bound"]
+    assert "Python 3.0 ms more" in records["next_step"] and "database server" not in records["next_step"]
+    # Waiting well beyond the CPU spent is said as such.
+    result["recall"]["included"]["cpu_ms"] = {"process": 3.0, "database": 1.0}
+    bound = {t["path"]: t for t in report.evaluate_targets(result)}["recall.included.p50_ms"]["bound"]
+    assert "5.5 ms waiting" in bound and "CPU-bound" not in bound
