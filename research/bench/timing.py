@@ -110,7 +110,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     by_phase: dict[str, list[float]] = {}
     outcomes: Counter[str] = Counter()
     recall_log.flush()
-    meter = _recall_meter()
+    meter = _in_process_meter()
     meter.start()
     for q in queries:
         tenant = tenants[q.tenant_id]
@@ -134,7 +134,8 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
             "mean_ms": round(sum(samples) / max(1, len(samples)), 2), "cpu_ms": cpu}
 
 
-def _recall_meter() -> CpuMeter:
+def _in_process_meter() -> CpuMeter:
+    """CPU of this process (every thread) and of the database server's backends serving it."""
     database = connection.settings_dict["NAME"]
     return CpuMeter({"process": this_process, "database": lambda: database_backends(database)})
 
@@ -215,7 +216,7 @@ def time_records(tenants: list[Tenant], cited_by_tenant: dict, n: int, *, seed: 
 
     rng = random.Random(seed)
     samples: list[float] = []
-    meter = _recall_meter()
+    meter = _in_process_meter()
     meter.start()
     started = time.perf_counter()
     for i in range(n):
