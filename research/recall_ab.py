@@ -137,8 +137,10 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
     import django
 
     django.setup()
+    from django.db import connection
+
     from research.bench import httpload
-    from research.bench.cpu import CpuMeter, database_backends
+    from research.bench.cpu import CpuMeter, backends_of
     from tenants.caller import tenant_caller
     from tenants.models import ApiKey, Tenant, all_key_permissions
     from tenants.services import api_key_create
@@ -151,7 +153,7 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
                                permissions=all_key_permissions())[1] for pk in used}
     jobs = [("POST", "/api/v1/recall", json.dumps({"scope": q[1], "query": q[2]}).encode(), keys[q[0]])
             for q in chosen]
-    database = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
+    backends = backends_of(connection)  # the same database as the workers'
     extra = {**{k: v for k, v in env.items() if k.startswith("TRAILCACHE_")}, "PYTHONPATH": str(checkout)}
     out: dict = {}
     try:
@@ -159,7 +161,7 @@ def http_cpu(*, checkout: Path, env: dict[str, str], questions: Path, n: int) ->
                                cwd=checkout) as server:
             httpload.run_load(server, jobs[:40], concurrency=2, time_limit_s=60)
             for concurrency in (1, 8):
-                meter = CpuMeter({"workers": server.worker_pids, "postgres": lambda: database_backends(database)})
+                meter = CpuMeter({"workers": server.worker_pids, "postgres": backends})
                 meter.start()
                 run = httpload.run_load(server, jobs[:n], concurrency=concurrency, time_limit_s=60)
                 out[f"c{concurrency}"] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -26,14 +27,43 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def database_backends(database: str) -> list[int]:
-    """The local PostgreSQL backends connected to ``database`` (their title names it)."""
+def database_backends(database: str, *, server: int) -> list[int]:
+    """The backends of the local PostgreSQL server whose postmaster is ``server`` connected to
+    ``database`` (their title names it); another server on this machine serving a database of
+    the same name (a second checkout) does not count."""
+    try:
+        children = psutil.Process(server).children()
+    except psutil.Error:
+        return []
     pids = []
-    for process in psutil.process_iter(["name", "cmdline"]):
-        words = " ".join(process.info["cmdline"] or []).split()
-        if "postgres" in (process.info["name"] or "") and database in words[1:3]:
+    for process in children:
+        try:
+            words = " ".join(process.cmdline()).split()
+        except psutil.Error:
+            continue
+        if database in words[1:3]:
             pids.append(process.pid)
     return pids
+
+
+def server_of(connection: Any) -> int | None:
+    """The postmaster of the server a Django ``connection`` talks to, when it runs on this
+    machine (the parent of the connection's backend), else None."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        backend = cur.fetchone()[0]
+    try:
+        return psutil.Process(backend).ppid()
+    except psutil.Error:
+        return None  # a backend on another machine: its pid means nothing here
+
+
+def backends_of(connection: Any) -> Callable[[], list[int]]:
+    """The pids of the backends serving ``connection``'s database on its server, asked anew at
+    each call (none when the server is not on this machine)."""
+    server = server_of(connection)
+    database = connection.settings_dict["NAME"]
+    return lambda: [] if server is None else database_backends(database, server=server)
 
 
 def this_process() -> list[int]:

@@ -20,7 +20,7 @@ from django.db import connection
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
 from research.bench import corpus, httpload, report, seed, timing
-from research.bench.cpu import CpuMeter, database_backends, this_process
+from research.bench.cpu import CpuMeter, backends_of, this_process
 from tenants.caller import tenant_caller
 from tenants.models import ApiKey, Tenant, all_key_permissions
 from tenants.services import api_key_create
@@ -197,7 +197,6 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
         record_jobs.append(("POST", "/api/v1/trails", body, keys[tenant.pk]))
 
     url = cfg.database_url or database_url_of_connection()
-    database = url.rsplit("/", 1)[1].split("?", 1)[0]
     log(f"starting gunicorn ({cfg.workers} × {cfg.worker_class}) …")
     with httpload.gunicorn(database_url=url, workers=cfg.workers, worker_class=cfg.worker_class,
                            threads=cfg.threads) as server:
@@ -208,7 +207,7 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
                         "port": server.port}
         n = cfg.http_requests
         log(f"HTTP recall, concurrency 1: {n} requests (≤ {cfg.http_time_limit_s:g}s) …")
-        meter = CpuMeter({"workers": server.worker_pids, "database": lambda: database_backends(database),
+        meter = CpuMeter({"workers": server.worker_pids, "database": backends_of(connection),
                           "load_generator": this_process})
 
         def metered(run: Callable[[], dict]) -> dict:

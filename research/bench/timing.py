@@ -20,7 +20,7 @@ from cachecore.selectors.nearest import _scope_sizes, nearest_trails
 from cachecore.services import recall_log
 from cachecore.services.recall import recall
 from cachecore.services.trails import trail_record
-from research.bench.cpu import CpuMeter, database_backends, this_process
+from research.bench.cpu import CpuMeter, backends_of, this_process
 from tenants.caller import tenant_caller
 from tenants.models import Tenant
 
@@ -136,8 +136,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
 
 def _in_process_meter() -> CpuMeter:
     """CPU of this process (every thread) and of the database server's backends serving it."""
-    database = connection.settings_dict["NAME"]
-    return CpuMeter({"process": this_process, "database": lambda: database_backends(database)})
+    return CpuMeter({"process": this_process, "database": backends_of(connection)})
 
 
 def exact_neighbours(*, tenant: Tenant, scope: str, embedding: np.ndarray, limit: int = 5,

@@ -7,9 +7,10 @@ import subprocess
 import sys
 import time
 
+import psutil
 from django.db import connection
 
-from research.bench.cpu import CpuMeter, cpu_seconds, database_backends, this_process
+from research.bench.cpu import CpuMeter, backends_of, cpu_seconds, database_backends, server_of, this_process
 
 
 def _burn(seconds: float) -> None:
@@ -48,6 +49,11 @@ def test_the_database_backends_of_the_test_database_are_found(db: None) -> None:
     with connection.cursor() as cur:
         cur.execute("SELECT pg_backend_pid()")
         pid = cur.fetchone()[0]
-    assert pid in database_backends(connection.settings_dict["NAME"])
-    assert pid not in database_backends(connection.settings_dict["NAME"] + "_other")
-    assert os.getpid() not in database_backends(connection.settings_dict["NAME"])
+    name = connection.settings_dict["NAME"]
+    server = server_of(connection)
+    assert server is not None and psutil.Process(server).pid == psutil.Process(pid).ppid()
+    assert pid in database_backends(name, server=server) == backends_of(connection)()
+    assert pid not in database_backends(name + "_other", server=server)
+    # Only that server's: another postmaster (here: this process) has no such backend.
+    assert database_backends(name, server=os.getpid()) == []
+    assert database_backends(name, server=2**22 + 12345) == []  # no such process
