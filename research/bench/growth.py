@@ -61,6 +61,9 @@ def summarise(size: int, r: dict) -> dict:
         "trails": size, "tenants": r["config"]["tenants"], "load_average": r.get("load_average"),
         "recall_excluded_p50_ms": ex["p50_ms"], "recall_excluded_p99_ms": ex["p99_ms"],
         "recall_included_p50_ms": inc["p50_ms"], "recall_included_p99_ms": inc["p99_ms"],
+        # Mean CPU per recall in Python and in the database server (research/bench/cpu.py).
+        "recall_cpu_python_ms": (inc.get("cpu_ms") or {}).get("process"),
+        "recall_cpu_database_ms": (inc.get("cpu_ms") or {}).get("database"),
         "hnsw_recall_at5_mean": r.get("hnsw_recall", {}).get("mean"),
         "hnsw_recall_at5_min": r.get("hnsw_recall", {}).get("min"),
         "records_in_process_per_s": r["records"]["per_s"],
@@ -87,14 +90,16 @@ def render_markdown(rows: list[dict]) -> str:
     mb = lambda v: v / 1e6  # noqa: E731
     F1 = "{:.1f}"  # noqa: N806
     lines = ["| trails × tenants | in-process p50 / p99 (excl. embedding) | incl. embedding p50 / p99 | "
+             "CPU per recall: Python · database | "
              "HTTP c=1 p50 / p99 | HTTP c=8 recalls/s · records/s | recall@5 mean / min | DB bytes/trail | "
              "HNSW index | load / HNSW build | worker RSS |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(" | ".join([
             f"| {r['trails']:,} × {r['tenants']:,}",
             f"{cell(r, 'recall_excluded_p50_ms', F1)} / {cell(r, 'recall_excluded_p99_ms', F1)} ms",
             f"{cell(r, 'recall_included_p50_ms', F1)} / {cell(r, 'recall_included_p99_ms', F1)} ms",
+            f"{cell(r, 'recall_cpu_python_ms', F1)} · {cell(r, 'recall_cpu_database_ms', F1)} ms",
             f"{cell(r, 'http_c1_p50_ms', F1)} / {cell(r, 'http_c1_p99_ms', F1)} ms",
             f"{cell(r, 'http_c8_recalls_per_s')} · {cell(r, 'http_c8_records_per_s')}",
             f"{cell(r, 'hnsw_recall_at5_mean')} / {cell(r, 'hnsw_recall_at5_min')}",

@@ -10,7 +10,8 @@ def _report(trails: int, p50: float) -> dict:
     return {
         "config": {"tenants": trails // 1000},
         "recall": {"included": {"p50_ms": p50 + 7, "p99_ms": 4 * p50,
-                               "without_embedding": {"p50_ms": p50, "p99_ms": 3 * p50}}},
+                               "without_embedding": {"p50_ms": p50, "p99_ms": 3 * p50},
+                               "cpu_ms": {"process": p50 + 2, "database": None}}},
         "hnsw_recall": {"mean": 0.97, "min": 0.6},
         "records": {"per_s": 60.0},
         "sizes": {"trail_table": 2300 * trails, "trail_indexes": 2100 * trails, "citation_table": 100 * trails,
@@ -27,7 +28,7 @@ def test_rows_table_and_plot(tmp_path):
     assert rows[1]["db_bytes_per_trail"] == 4600 and rows[1]["hnsw_index_bytes"] == 190_000_000
     assert rows[0]["http_c1_p50_ms"] == 14.0 and rows[1]["http_c8_records_per_s"] == 110.0
     table = growth.render_markdown(rows)
-    assert "| 10,000 × 10 | 2.0 / 6.0 ms |" in table and "| 100,000 × 100 |" in table
+    assert "| 10,000 × 10 | 2.0 / 6.0 ms | 9.0 / 8.0 ms | 4.0 · – ms |" in table and "| 100,000 × 100 |" in table
     growth.plot(rows, tmp_path / "growth.png")
     assert (tmp_path / "growth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert growth.label(1_000_000) == "1m" and growth.label(100_000) == "100k"
