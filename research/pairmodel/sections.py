@@ -37,6 +37,7 @@ def section_texts(corpus: str) -> dict[str, str]:
 
 
 def section_pairs(corpus: str, side: str | None = None) -> list[Pair]:
+    """The module's pairs for ``corpus``'s items on ``side`` (all items when None)."""
     texts = section_texts(corpus)
     out: list[Pair] = []
     for item in CORPORA[corpus].items():
@@ -49,15 +50,12 @@ def section_pairs(corpus: str, side: str | None = None) -> list[Pair]:
         for q in same:
             out.append(Pair(q, texts[gold[0]], 1, f"{corpus}:same_need"))
         for close in item.close:
-            answers = [a for a in close.answer if a in texts]
-            if not answers and close.answered_by_source:
-                answers = gold
-            for a in answers[:1]:
-                out.append(Pair(close.question, texts[a], 1, f"{corpus}:close_answer"))
+            answers = [a for a in close.answer if a in texts] or (gold if close.answered_by_source else [])
+            answer = answers[0] if answers else None
+            if answer is not None:
+                out.append(Pair(close.question, texts[answer], 1, f"{corpus}:close_answer"))
             if not close.answered_by_source:
                 out.append(Pair(close.question, texts[gold[0]], 0, f"{corpus}:close_gold"))
-            for a in answers[:1]:
-                if a not in item.gold:
-                    for q in same:
-                        out.append(Pair(q, texts[a], 0, f"{corpus}:same_need_neighbour"))
+            if answer is not None and answer not in item.gold:
+                out.extend(Pair(q, texts[answer], 0, f"{corpus}:same_need_neighbour") for q in same)
     return out

@@ -158,8 +158,9 @@ def main(argv: list[str] | None = None) -> None:
     dev = qqp(CALIBRATION, dev=True)
     random.Random(1234).shuffle(dev)
     dev = dev[: args.dev_size]
-    examples = (2 if info["both_orders"] else 1) * len(train_pairs)
-    log(f"data {json.dumps(info)} total_pairs={len(train_pairs)} examples/epoch={examples} dev={len(dev)}")
+    orders = 2 if info["both_orders"] else 1
+    log(f"data {json.dumps(info)} total_pairs={len(train_pairs)} examples/epoch={orders * len(train_pairs)} "
+        f"dev={len(dev)}")
 
     tok = load_tokenizer(args.max_len)
     model = PairScorer(load_base(), head=args.head)
@@ -173,7 +174,6 @@ def main(argv: list[str] | None = None) -> None:
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=args.lr)
-    orders = 2 if info["both_orders"] else 1
     steps_per_epoch = (orders * len(train_pairs) + args.batch - 1) // args.batch
     total = int(steps_per_epoch * args.epochs)
     if args.max_steps:

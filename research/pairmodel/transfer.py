@@ -32,8 +32,9 @@ import torch
 from research.corpora import CORPORA
 from research.pairmodel.bert import encode_pairs, load_tokenizer
 from research.pairmodel.data import CALIBRATION, HELD_OUT, Pair, hard_set
-from research.pairmodel.evaluate import cosine_scores, metrics
+from research.pairmodel.evaluate import cosine_scores, fit_logistic, metrics
 from research.pairmodel.export import load_checkpoint
+from research.pairmodel.sections import section_pairs, section_texts
 from research.splits import REPO_ROOT
 
 
@@ -58,17 +59,15 @@ def beside_the_scorer(model: PairModel, rows_dir: Path) -> dict:
     """The model and the shipped evidence scorer on each probe's source trail (see the module
     docstring)."""
     from research import match_calibration as mc
-    from research.pairmodel.evaluate import fit_logistic
-    from research.pairmodel.sections import section_texts
 
     fitted = mc.fit([rows_dir / "faq-rows.jsonl", rows_dir / "celery-rows.jsonl"], write=False,
                     target_false=0.04)
     score = mc.score_with(fitted)
     items = {name: {i.id: i for i in CORPORA[name].items()} for name in ("faq", "celery", "flask")}
 
-    def decisions(name: str, side: str | None) -> tuple[list[Pair], list[float], list[int]]:
+    def decisions(name: str, side: str | None) -> tuple[list[Pair], list[float]]:
         texts = section_texts(name)
-        pairs, scorer, labels = [], [], []
+        pairs, scorer = [], []
         for r in mc.load_rows([rows_dir / f"{name}-rows.jsonl"]):
             if side is not None and r["side"] != side:
                 continue
@@ -84,19 +83,20 @@ def beside_the_scorer(model: PairModel, rows_dir: Path) -> dict:
             source = [c for c in r["candidates"] if c.get("is_source")]
             scorer.append(score(source[0]) if source else 0.0)
             pairs.append(Pair(r["query"], texts[gold], label, name))
-            labels.append(label)
-        return pairs, scorer, labels
+        return pairs, scorer
 
     def logit(p: np.ndarray) -> np.ndarray:
         p = np.clip(p, 1e-6, 1 - 1e-6)
         return np.log(p / (1 - p))
 
-    pairs, sc, y = decisions("celery", HELD_OUT)
+    pairs, sc = decisions("celery", HELD_OUT)
+    y = [p.label for p in pairs]
     m = model.scores(pairs)
     w = fit_logistic(np.column_stack([logit(np.array(sc)), m]), np.array(y, dtype=float))
     out = {"combination_weights (bias, scorer logit, model logit)": [round(float(v), 4) for v in w]}
     for name, side in (("flask", None), ("flask", HELD_OUT), ("celery", HELD_OUT), ("faq", HELD_OUT)):
-        pairs, sc, y = decisions(name, side)
+        pairs, sc = decisions(name, side)
+        y = [p.label for p in pairs]
         m = model.scores(pairs)
         combo = w[0] + w[1] * logit(np.array(sc)) + w[2] * m
         key = f"{name}:{side or 'all'}"
@@ -121,12 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in sorted(CORPORA):
         sides = [HELD_OUT] if name in trained else [CALIBRATION, HELD_OUT, None]
         for side in sides:
-            if args.sections:
-                from research.pairmodel.sections import section_pairs
-
-                pairs = section_pairs(name, side)
-            else:
-                pairs = hard_set(name, side)
+            pairs = section_pairs(name, side) if args.sections else hard_set(name, side)
             y = [p.label for p in pairs]
             key = f"{name}:{side or 'all'}"
             results[key] = {
