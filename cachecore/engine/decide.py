@@ -71,6 +71,11 @@ class Reason(StrEnum):
 # Trails merged into a prefetch are within this much cosine of the best one (measured: merging
 # everything over the threshold tripled the evaluation's false hits). The one definition.
 MERGE_SIMILARITY_MARGIN = 0.05
+# How close an unrelated question comes: the 95th percentile of the cosine of random question
+# pairs of the QQP slice's calibration side under the shipped model (0.1805;
+# ``python -m research.section_route anchor``, docs/evaluation.md). Below it, a trail's question
+# is no closer to the query than unrelated questions are (``section_route_confidence``).
+SECTION_ROUTE_MIN_SIMILARITY = 0.18
 # Where the evidence vector says whether a rival was known to weigh the cited text against.
 RIVAL_KNOWN = FEATURES.index("rival_known")
 
@@ -103,6 +108,9 @@ class Policy:
     merge_margin: float = MERGE_SIMILARITY_MARGIN
     # Two candidates this close in confidence that cite different sections: no prefetch.
     ambiguity_margin: float = 0.1
+    # A trail found only through its sections whose question is further from the query than
+    # this (cosine) is not confidently the same question (``section_route_confidence``).
+    section_route_min_similarity: float = SECTION_ROUTE_MIN_SIMILARITY
     # The tenant's operating point found no cut that meets its target: hints only.
     prefetch_paused: bool = False
 
@@ -252,6 +260,19 @@ def first_stage(policy: Policy, query: str, candidate: Candidate) -> bool:
     return HYBRID_COSINE_WEIGHT * candidate.similarity + (1 - HYBRID_COSINE_WEIGHT) * trigram >= threshold
 
 
+def section_route_confidence(confidence: float, *, candidate: Candidate, policy: Policy) -> float:
+    """A candidate's confidence that it asks the same thing as the query, for a trail found only
+    through the sections covering the query best (``via_sections``) held to the hint cut when its
+    question is unrelated to the query (cosine under ``section_route_min_similarity``). Its text
+    may still answer: that is what the section evidence measures, and it cannot tell the section
+    that answers from its neighbour on a corpus it was not fitted on. Such a trail is offered as
+    a hint, never served as the same question's text; a positive (an agent citing it for this
+    very question) still serves it (``boundary.prefetch_cut``)."""
+    if candidate.via_sections and candidate.similarity < policy.section_route_min_similarity:
+        return min(confidence, policy.hint_confidence)
+    return confidence
+
+
 def candidate_coverage(scored: Scored, *, of: str = "coverage") -> float | None:
     """Best cosine over the candidate's valid sections with text, of the ``Cited`` field ``of``:
     the query against their chunks (``coverage``), the trail's own question against them
@@ -336,7 +357,8 @@ def decide(
             candidate.query_normalised == query or restates(asked, context.question))
         scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer,
                             rivals_known=bool(scored.features[RIVAL_KNOWN]))
-        scored.confidence = 1.0 if scored.same_question else scorer.score(scored.features)
+        scored.confidence = 1.0 if scored.same_question else section_route_confidence(
+            scorer.score(scored.features), candidate=candidate, policy=policy)
         if policy.polarity_guard and candidate.query_normalised:
             scored.polarity = views_conflict(asked.polarity, context.question.polarity)
         live.append(scored)

@@ -134,3 +134,30 @@ def test_a_trail_found_through_its_section_counts_for_less_than_through_its_ques
     assert [f for i, f in enumerate(near.scored[0].features) if i != flag] == [
         f for i, f in enumerate(via.scored[0].features) if i != flag]
     assert via.confidence < near.confidence
+
+
+def test_a_trail_whose_question_is_unrelated_is_only_a_hint_through_its_sections():
+    # Found only through the section covering the query best, a trail whose question is no
+    # closer to the query than unrelated questions are (cosine under the section route's floor)
+    # is offered as a hint, whatever its section evidence; among the nearest questions, or with
+    # a question closer than the floor, the same evidence serves its text.
+    # (No first-stage threshold: a trail among the nearest questions qualifies at any cosine.)
+    policy = Policy(scorer=default_match_scorer(), similarity_threshold=0.0, prefetch_confidence=0.3,
+                    hint_confidence=0.05, coverage_floor=0.0)
+    rivals = [("broker#visibility", 0.7), ("other", 0.4)]
+    floor = policy.section_route_min_similarity
+
+    def answer(similarity: float, *, via: bool, cited_bar: float | None = None):
+        candidate = Candidate("t1", similarity, "what does the visibility timeout of the redis transport mean", [],
+                              (_cited("broker#visibility", TEXT, 0.7),), via_sections=via, cited_bar=cited_bar)
+        return decide(query=QUERY, candidates=[candidate], policy=policy, budget=1000, idf=IDF, rivals=rivals)
+
+    unrelated = answer(floor - 0.05, via=True)
+    assert (unrelated.outcome, unrelated.reason) == ("hint", "low_confidence")
+    assert unrelated.confidence == policy.hint_confidence
+    assert unrelated.sections and all("text" not in s for s in unrelated.sections)
+    related = answer(floor + 0.05, via=True)
+    assert related.outcome == "prefetch" and related.confidence > policy.prefetch_confidence
+    assert answer(floor - 0.05, via=False).outcome == "prefetch"
+    # An agent that cited the trail for this very question before is not second-guessed.
+    assert answer(floor - 0.05, via=True, cited_bar=policy.hint_confidence - 0.01).outcome == "prefetch"
