@@ -1,0 +1,38 @@
+"""``research.section_route``'s arithmetic: random pairs of distinct questions, and the class of
+a prefetch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from research.section_route import CLASSES, classify, random_pair_cosines, table
+
+
+def test_random_pairs_never_pair_a_question_with_itself() -> None:
+    # Orthonormal rows: any two distinct ones have cosine 0, a row with itself 1.
+    cosines = random_pair_cosines(np.eye(3), pairs=500, seed=1)
+    assert cosines.shape == (500,) and np.all(cosines == 0.0)
+    with pytest.raises(ValueError):
+        random_pair_cosines(np.eye(1), pairs=1)
+
+
+def test_a_prefetch_is_classed_by_what_it_served() -> None:
+    gold, other = {"p#gold"}, {"p#other"}
+    assert classify(kind="same", own=True, answered=False, named=gold, served=gold) == "same_own"
+    assert classify(kind="same", own=False, answered=False, named=gold, served=gold | other) == "same_right"
+    assert classify(kind="same", own=False, answered=False, named=gold, served=other) == "same_wrong"
+    assert classify(kind="close", own=True, answered=True, named=gold, served=gold) == "close_answered"
+    assert classify(kind="close", own=False, answered=False, named=other, served=other) == "close_right"
+    assert classify(kind="close", own=True, answered=False, named=other, served=gold) == "close_wrong"
+    # A close question no section is named for: any prefetch is a wrong one.
+    assert classify(kind="close", own=False, answered=False, named=set(), served=gold) == "close_wrong"
+
+
+def test_the_table_has_a_row_per_side_and_floor() -> None:
+    row = dict.fromkeys(CLASSES, 0) | {"close_wrong": 3}
+    report = {"corpus": "flask", "probes": {"held_out": {"same": 2}, "calibration": {"same": 4}},
+              "floors": {"0.0": {"held_out": row, "calibration": row}, "0.18": {"held_out": row, "calibration": row}}}
+    lines = table(report).splitlines()
+    assert len([x for x in lines if x.startswith("| held_out") or x.startswith("| calibration")]) == 4
+    assert lines[2].endswith("| 3 |")
