@@ -9,7 +9,9 @@ threshold, band and margin lives here:
 - each qualifying live candidate gets a ``confidence`` from the calibrated scorer over its
   evidence (cosine, unexplained salient terms, coverage, lexical overlap, polarity); the
   most confident one is the answer's trail, unless an agent cited another for this very
-  question before (engine/boundary.py: a positive);
+  question before (engine/boundary.py: a positive); a trail found only through its sections
+  whose question is unrelated to the query is held to the hint cut
+  (``section_route_confidence``);
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
   and served from text, no polarity conflict, no close rival citing other sections, coverage
   not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
