@@ -73,6 +73,15 @@ def test_a_rival_far_below_in_confidence_is_no_ambiguity():
     assert d.outcome is Outcome.PREFETCH and d.trails == ["t1"]
 
 
+def test_the_ambiguity_margin_is_five_hundredths_of_confidence():
+    # 0.95 → 0.953, 0.925 → 0.924 (0.029 apart), 0.895 → 0.870 (0.083 apart, not merged).
+    near = run(cand("t1", 0.95, cited("a")), cand("t2", 0.925, cited("b")))
+    assert (near.outcome, near.reason) == (Outcome.HINT, Reason.AMBIGUOUS)
+    apart = run(cand("t1", 0.95, cited("a")), cand("t2", 0.895, cited("b")))
+    assert apart.outcome is Outcome.PREFETCH and apart.trails == ["t1"]
+    assert POLICY.ambiguity_margin == 0.05
+
+
 def test_an_opposite_question_is_a_hint_never_a_prefetch():
     d = run(cand("t1", 0.95, cited("a"), question="how do i uninstall acme on debian"))
     assert (d.outcome, d.reason) == (Outcome.HINT, Reason.POLARITY)
