@@ -1,12 +1,13 @@
-"""``research.section_route``'s arithmetic: random pairs of distinct questions, and the class of
-a prefetch."""
+"""``research.section_route``'s random pairs of distinct questions and ``research.decision_sweep``'s
+class of a prefetch and table."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from research.section_route import CLASSES, classify, random_pair_cosines, table
+from research.decision_sweep import CLASSES, classify, table
+from research.section_route import random_pair_cosines
 
 
 def test_random_pairs_never_pair_a_question_with_itself() -> None:
@@ -31,8 +32,9 @@ def test_a_prefetch_is_classed_by_what_it_served() -> None:
 
 def test_the_table_has_a_row_per_side_and_floor() -> None:
     row = dict.fromkeys(CLASSES, 0) | {"close_wrong": 3}
-    report = {"corpus": "flask", "probes": {"held_out": {"same": 2}, "calibration": {"same": 4}},
-              "floors": {"0.0": {"held_out": row, "calibration": row}, "0.18": {"held_out": row, "calibration": row}}}
+    report = {"corpus": "flask", "field": "ambiguity_margin", "classes": list(CLASSES),
+              "probes": {"held_out": {"same": 2}, "calibration": {"same": 4}},
+              "values": {"0.0": {"held_out": row, "calibration": row}, "0.18": {"held_out": row, "calibration": row}}}
     lines = table(report).splitlines()
     assert len([x for x in lines if x.startswith("| held_out") or x.startswith("| calibration")]) == 4
     assert lines[2].endswith("| 3 |")
