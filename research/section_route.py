@@ -38,13 +38,13 @@ def random_pair_cosines(vectors: np.ndarray, *, pairs: int, seed: int = 7) -> np
     return np.einsum("ij,ij->i", vectors[i], vectors[j])
 
 
-def anchor(*, questions: int = 4000, pairs: int = 20000, seed: int = 7) -> dict[str, float]:
+def anchor(*, questions: int = 4000, pairs: int = 20000, seed: int = 7) -> dict[str, float | int]:
     """Percentiles of the cosine of random QQP calibration question pairs (the shipped model)."""
     from cachecore.embedding import get_embedder
     from cachecore.engine.text import normalise_query
     from research.splits import qqp_side
 
-    texts = sorted({p.a for p in qqp_side(CALIBRATION)} | {p.b for p in qqp_side(CALIBRATION)})
+    texts = sorted({q for p in qqp_side(CALIBRATION) for q in (p.a, p.b)})
     texts = random.Random(seed).sample(texts, min(questions, len(texts)))
     vectors = np.asarray(get_embedder().embed([normalise_query(t) for t in texts]), dtype=np.float64)
     cosines = random_pair_cosines(vectors, pairs=pairs, seed=seed)
