@@ -46,8 +46,9 @@ def classify(*, kind: str, own: bool, answered: bool, named: set[str], served: s
     return "close_right" if named & served else "close_wrong"
 
 
-def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str], dict[float, Any]]:
-    """A function from a query to its decision at each value (one read, as recall makes it)."""
+def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str, str], dict[float, Any]]:
+    """A function from a question and a scope to its decision at each value (one read, as recall
+    makes it)."""
     from cachecore.embedding import get_embedder
     from cachecore.engine.decide import decide
     from cachecore.engine.pairfeatures import content_words
@@ -72,7 +73,7 @@ def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str]
                           idf=read.idf, rivals=read.rivals, sentence_rivals=read.sentence_rivals)
                 for v, p in policies.items()}
 
-    return decisions  # type: ignore[return-value]
+    return decisions
 
 
 def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[str, Any]:
