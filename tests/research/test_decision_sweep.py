@@ -38,3 +38,26 @@ def test_the_table_has_a_row_per_side_and_floor() -> None:
     lines = table(report).splitlines()
     assert len([x for x in lines if x.startswith("| held_out") or x.startswith("| calibration")]) == 4
     assert lines[2].endswith("| 3 |")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_read_is_decided_at_each_value_of_the_field(make_tenant) -> None:
+    # A question asked verbatim has confidence 1: served at a cut of 0, a hint at a cut over 1.
+    from cachecore.services import recall_log
+    from cachecore.services.sections import sections_upsert
+    from cachecore.services.trails import trail_record
+    from research.decision_sweep import _decider
+    from tenants.caller import tenant_caller
+
+    tenant = make_tenant()
+    question = "How do I install Acme on a fresh machine?"
+    sections_upsert(caller=tenant_caller(tenant), sections=[
+        {"id": "doc#install", "text": "Install Acme with the installer, then run acme init on a fresh machine."}])
+    trail_record(caller=tenant_caller(tenant), scope="default", query=question, steps=[], cited=["doc#install"],
+                 signal={"source": "caller", "accepted": True})
+    recall_log.flush()
+    decisions = _decider(tenant, "prefetch_confidence", [0.0, 1.01])(question, "default")
+    assert [str(d.outcome) for d in decisions.values()] == ["prefetch", "hint"]
+    assert decisions[0.0].confidence == decisions[1.01].confidence == 1.0
+    with pytest.raises(ValueError):
+        _decider(tenant, "no_such_margin", [0.0])
