@@ -16,7 +16,7 @@ close-but-different questions; the side (calibration / held-out) comes from
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,6 +139,22 @@ CORPORA = {
     "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc", celery_items),
     "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc", flask_items),
 }
+
+
+def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> set[str]:
+    """The corpus's sections into ``tenant``, then every section's chunks, as the tenant's chunk
+    job gives them (recall weighs the cited text against the best-covering section of the whole
+    corpus: the rival evidence). Returns the section ids."""
+    from docingest.ingest import collect_sections, ingest_sections
+    from docingest.progress import Progress
+
+    sections = collect_sections(root, subtrees)
+    ids = {s.id for s in sections}
+    with Progress("ingest sections", len(sections)) as bar:
+        ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
+    with Progress("chunk embeddings", len(ids)) as bar:
+        chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
+    return ids
 
 
 # Chunk vectors computed once per (section hash, model) and kept under reports/cache/: the

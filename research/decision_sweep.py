@@ -79,8 +79,8 @@ def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str,
 def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[str, Any]:
     """A documentation corpus's prefetches by class, per side and value."""
     from cachecore.services.trails import trail_record
-    from docingest.ingest import collect_sections, ingest_sections
-    from research.corpora import CORPORA, chunks_ensure_cached
+    from research.calibration_replay import pick_items
+    from research.corpora import CORPORA, ingest_corpus
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
@@ -91,11 +91,8 @@ def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[
     probes: dict[str, Counter] = {HELD_OUT: Counter(), CALIBRATION: Counter()}
     try:
         caller = tenant_caller(tenant, actor_label="research:decision_sweep")
-        sections = collect_sections(corpus.docs, corpus.subtrees)
-        known = {s.id for s in sections}
-        ingest_sections(tenant=tenant, sections=sections, chunks="defer")
-        chunks_ensure_cached(tenant=tenant, section_ids=[s.id for s in sections])
-        items = [i for i in corpus.items() if any(g in known for g in i.gold)]
+        known = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
+        items = pick_items(corpus.items(), known, None)
         trail_of: dict[str, str] = {}
         for i in items:
             gold = [g for g in i.gold if g in known]

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from research.corpora import CORPORA
+from research.corpora import CORPORA, ingest_corpus
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
@@ -105,23 +105,6 @@ def _study_tenant(prefix: str, label: str, *, overrides: dict[str, Any], floor: 
     return tenant
 
 
-def _ingest(tenant: Any, root: Path, subtrees: Sequence[str] = ()) -> set[str]:
-    """The corpus's sections into ``tenant``, then every section's chunks, as the tenant's chunk
-    job gives them (recall weighs the cited text against the best-covering section of the whole
-    corpus: the rival evidence). Returns the section ids."""
-    from docingest.ingest import collect_sections, ingest_sections
-    from docingest.progress import Progress
-    from research.corpora import chunks_ensure_cached
-
-    sections = collect_sections(root, subtrees)
-    ids = {s.id for s in sections}
-    with Progress("ingest sections", len(sections)) as bar:
-        ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
-    with Progress("chunk embeddings", len(ids)) as bar:
-        chunks_ensure_cached(tenant=tenant, section_ids=list(ids), on_batch=bar.step)
-    return ids
-
-
 def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLECT_FLOOR,
             keep_tenant: bool = False) -> Path:
     import django
@@ -138,7 +121,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     entries, probes = load_probes()
     tenant = _study_tenant("calib", "Match calibration", overrides=overrides, floor=floor)
     try:
-        ids = _ingest(tenant, DOCS)
+        ids = ingest_corpus(tenant, DOCS)
         gold = {e["id"]: [g for g in e["gold"] if g in ids] for e in entries}
         trail_of: dict[str, str] = {}
         with Progress("record trails", len(entries)) as bar:
@@ -196,7 +179,7 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
     corpus = CORPORA[name]
     tenant = _study_tenant(f"calib-{name}", f"Match calibration ({name})", overrides={}, floor=floor)
     try:
-        ids = _ingest(tenant, corpus.docs, corpus.subtrees)
+        ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
         caller = tenant_caller(tenant)
         trail_of = {}

@@ -81,7 +81,8 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
     from cachecore.services.recall import recall
     from cachecore.services.trails import trail_record
     from docingest.progress import Progress
-    from research.match_calibration import _ingest, _study_tenant
+    from research.corpora import ingest_corpus
+    from research.match_calibration import _study_tenant
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
 
@@ -90,7 +91,7 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
     tenant = _study_tenant(f"near-{corpus_name}", f"Near repeats ({corpus_name})", overrides={}, floor=None)
     counts: dict[str, Counter] = {f: Counter() for f in FORMS}
     try:
-        ids = _ingest(tenant, corpus.docs, corpus.subtrees)
+        ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if i.gold and all(g in ids for g in i.gold)][:limit]
         caller = tenant_caller(tenant)
         own: dict[str, str] = {}
