@@ -44,12 +44,10 @@ class RecallSnapshot:
     df: dict[str, int] = field(default_factory=dict)
 
 
-def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str], limit: int) -> RecallSnapshot:
-    """The reads of one recall in the caller's tenant and ``scope`` (``vector``: the query's
-    pgvector literal, ``terms``: its content words): one statement, preceded on the HNSW path
-    by its ``SET LOCAL`` settings in the same round trip (outside a transaction, PostgreSQL
-    runs them as one implicit transaction). A section the recall's scope may not see now is
-    ``hidden``."""
+def snapshot_sql(*, caller: Caller, scope: str, terms: list[str], limit: int) -> tuple[str, str, list[object]]:
+    """The first read of a recall as the settings to send before it (HNSW path: ``SET LOCAL``),
+    one statement that defines ``QUERY_VECTOR_CTE`` (the query's vector is its first parameter,
+    then these parameters) and its parameters; ``recall_snapshot`` runs it and reads its rows."""
     tenant = caller.tenant
     settings_sql, candidates, candidate_params = candidates_sql(tenant=tenant, scope=scope, limit=limit)
     frequencies, frequency_params = term_frequencies_sql(tenant=tenant, terms=terms)
@@ -64,8 +62,17 @@ def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str]
         f"LEFT JOIN LATERAL ({cited}) cit ON true "
         "ORDER BY cand.distance, cand.id, cit.position"
     )
-    params = [vector, *candidate_params, *frequency_params, *lateral_params]
-    rows = _execute(settings_sql, statement, params)
+    return settings_sql, statement, [*candidate_params, *frequency_params, *lateral_params]
+
+
+def recall_snapshot(*, caller: Caller, scope: str, vector: str, terms: list[str], limit: int) -> RecallSnapshot:
+    """The reads of one recall in the caller's tenant and ``scope`` (``vector``: the query's
+    pgvector literal, ``terms``: its content words): one statement (``snapshot_sql``), preceded
+    on the HNSW path by its ``SET LOCAL`` settings in the same round trip (outside a transaction,
+    PostgreSQL runs them as one implicit transaction). A section the recall's scope may not see
+    now is ``hidden``."""
+    settings_sql, statement, params = snapshot_sql(caller=caller, scope=scope, terms=terms, limit=limit)
+    rows = _execute(settings_sql, statement, [vector, *params])
     if not rows:
         return RecallSnapshot([])
     # Each row: the candidate, its exemplars, the term frequencies, one cited section.
