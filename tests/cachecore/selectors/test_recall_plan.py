@@ -7,6 +7,7 @@ pgvector; EXPLAIN ANALYZE counts the rows each table gave."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,8 @@ from cachecore.embedding import get_embedder
 from cachecore.engine.pairfeatures import content_words
 from cachecore.engine.text import normalise_query
 from cachecore.selectors.nearest import vector_literal
-from cachecore.selectors.recall_snapshot import recall_snapshot, snapshot_sql
+from cachecore.selectors.recall_snapshot import generic_plan_settings, recall_snapshot, snapshot_sql
+from cachecore.selectors.rivals import covering_sql
 from tenants.caller import tenant_caller
 
 pytestmark = pytest.mark.django_db
@@ -81,3 +83,36 @@ def test_a_candidates_cited_sections_are_read_by_its_key_without_statistics(call
     assert len(snapshot.candidates) == CANDIDATES
     assert snapshot.candidates[0].query_normalised == "what does retry setting 2 control"
     assert all(len(c.cited) == 1 and c.cited[0].coverage is not None for c in snapshot.candidates)
+
+
+def test_a_small_tenants_generic_plan_reads_its_own_chunks_beside_a_large_tenant(make_caller):
+    """The covering read's generic plan (the prepared statement a recall runs) on the exact
+    path: a tenant with a few chunks beside one holding nearly all of them reads its own through
+    the index, never a scan of every tenant's chunks."""
+    large, small = make_caller(), make_caller()
+    large.upsert({f"{topic}#{n}": f"The {topic} option {n} sets how the {topic} reacts to event {n}."
+                  for topic in TOPICS for n in range(30)})
+    small.upsert({"broker#visibility": "The visibility timeout is how long the broker waits for an ack."})
+    with connection.cursor() as cur:
+        cur.execute("SELECT tenant_id = %s, count(*) FROM cachecore_sectionchunk GROUP BY 1 ORDER BY 1",
+                    [small.tenant.pk])
+        assert [n for _, n in cur.fetchall()][0] >= 150  # the large tenant's chunks are there
+        cur.execute("ANALYZE cachecore_sectionchunk")
+    read_as = tenant_caller(small.tenant)
+    settings_sql, statement, params = covering_sql(caller=read_as, scope="default", terms=[], threshold=0.3,
+                                                   exclude=[])
+    assert settings_sql == ""  # the exact path
+    numbered = iter(range(1, 1000))
+    body = re.sub(r"%s", lambda _: f"${next(numbered)}", statement)
+    values = [vector_literal(get_embedder().embed_one("how long does the broker wait")), *params]
+    with connection.cursor() as cur:
+        cur.execute(f"{generic_plan_settings(settings_sql)}SET LOCAL plan_cache_mode = force_generic_plan")
+        cur.execute(f"PREPARE covering_generic AS {body}")
+        cur.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE covering_generic({', '.join(['%s'] * len(values))})",
+                    values)
+        raw = cur.fetchone()[0]
+        cur.execute("DEALLOCATE covering_generic")
+    plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+    chunk_scans = [n for n in _nodes(plan) if n.get("Relation Name") == "cachecore_sectionchunk"]
+    assert chunk_scans and all(n["Node Type"] != "Seq Scan" for n in chunk_scans), [n["Node Type"] for n in chunk_scans]
+    assert sum(n.get("Rows Removed by Filter", 0) for n in chunk_scans) == 0
