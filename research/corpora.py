@@ -157,6 +157,24 @@ def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> s
     return ids
 
 
+def record_items(tenant: object, corpus: Corpus, items: Sequence[Item], known: set[str]) -> dict[str, str]:
+    """One trail per item in ``tenant``, in the corpus's scope: the item's question, citing its
+    gold sections that are in the corpus (``known``) as the search that returned them, accepted
+    by the caller. Returns item id → trail id."""
+    from cachecore.services.trails import trail_record
+    from tenants.caller import tenant_caller
+
+    caller = tenant_caller(tenant, actor_label="research:corpora")
+    trail_of: dict[str, str] = {}
+    for i in items:
+        gold = [g for g in i.gold if g in known]
+        trail_of[i.id] = str(trail_record(
+            caller=caller, scope=corpus.scope, query=i.question,
+            steps=[{"tool": "search", "args": {"q": i.question}, "returned": gold}],
+            cited=gold, signal={"source": "caller", "accepted": True}).pk)
+    return trail_of
+
+
 # Chunk vectors computed once per (section hash, model) and kept under reports/cache/: the
 # studies ingest the same corpora again and again, and the Python docs' 28k chunks take minutes.
 CHUNK_CACHE_DIR = REPO_ROOT / "reports" / "cache"

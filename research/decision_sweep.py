@@ -78,10 +78,8 @@ def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str,
 
 def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[str, Any]:
     """A documentation corpus's prefetches by class, per side and value."""
-    from cachecore.services.trails import trail_record
     from research.calibration_replay import pick_items
-    from research.corpora import CORPORA, ingest_corpus
-    from tenants.caller import tenant_caller
+    from research.corpora import CORPORA, ingest_corpus, record_items
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
@@ -90,16 +88,9 @@ def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[
     counts = {v: {HELD_OUT: Counter(), CALIBRATION: Counter()} for v in values}
     probes: dict[str, Counter] = {HELD_OUT: Counter(), CALIBRATION: Counter()}
     try:
-        caller = tenant_caller(tenant, actor_label="research:decision_sweep")
         known = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = pick_items(corpus.items(), known, None)
-        trail_of: dict[str, str] = {}
-        for i in items:
-            gold = [g for g in i.gold if g in known]
-            trail_of[i.id] = str(trail_record(
-                caller=caller, scope=corpus.scope, query=i.question,
-                steps=[{"tool": "search", "args": {"q": i.question}, "returned": gold}],
-                cited=gold, signal={"source": "caller", "accepted": True}).pk)
+        trail_of = record_items(tenant, corpus, items, known)
         decisions = _decider(tenant, field, values)
         for i in items:
             gold = {g for g in i.gold if g in known}

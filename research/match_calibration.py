@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from research.corpora import CORPORA, ingest_corpus
+from research.corpora import CORPORA, ingest_corpus, record_items
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
@@ -171,7 +171,6 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     from cachecore.services.recall import recall
-    from cachecore.services.trails import trail_record
     from docingest.progress import Progress
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
@@ -182,12 +181,7 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
         ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
         caller = tenant_caller(tenant)
-        trail_of = {}
-        for i in items:
-            trail = trail_record(caller=caller, scope=corpus.scope, query=i.question,
-                                 steps=[{"tool": "search", "args": {"q": i.question}, "returned": list(i.gold)}],
-                                 cited=list(i.gold), signal={"source": "caller", "accepted": True})
-            trail_of[i.id] = str(trail.pk)
+        trail_of = record_items(tenant, corpus, items, ids)
         item_of_trail = {t: g for g, t in trail_of.items()}
         probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need] + [
             (i, "twin", c.question, c.answered_by_source) for i in items for c in i.close]

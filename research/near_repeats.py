@@ -79,9 +79,8 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
 
     django.setup()
     from cachecore.services.recall import recall
-    from cachecore.services.trails import trail_record
     from docingest.progress import Progress
-    from research.corpora import ingest_corpus
+    from research.corpora import ingest_corpus, record_items
     from research.match_calibration import _study_tenant
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
@@ -94,12 +93,7 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
         ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if i.gold and all(g in ids for g in i.gold)][:limit]
         caller = tenant_caller(tenant)
-        own: dict[str, str] = {}
-        for i in items:
-            own[i.id] = str(trail_record(
-                caller=caller, scope=corpus.scope, query=i.question,
-                steps=[{"tool": "search", "args": {"q": i.question}, "returned": list(i.gold)}],
-                cited=list(i.gold), signal={"source": "caller", "accepted": True}).pk)
+        own = record_items(tenant, corpus, items, ids)
         with Progress("recall near repeats", len(items)) as bar:
             for i in items:
                 for form, query in forms_of(i.question).items():

@@ -5,7 +5,7 @@ plans), optionally with the statistics a fresh install has and beside a large te
 [--analyze] [--questions 100]``
 
 The corpus is ingested into a tenant of its own (``research.corpora.ingest_corpus``) with one
-trail per item citing its gold section; ``--beside`` ingests a second corpus into another tenant
+trail per item citing its gold section (``record_items``); ``--beside`` ingests a second corpus into another tenant
 (its sections and chunks only) first. Each question's two reads (``recall_snapshot``,
 ``recall_covering``) are timed in a fresh database session, once all are warm; printed: p50 of
 each. ``--forget-statistics`` first makes the tables' statistics what a fresh install has: no
@@ -61,9 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cachecore.engine.text import normalise_query
     from cachecore.selectors.nearest import vector_literal
     from cachecore.selectors.recall_snapshot import recall_covering, recall_snapshot
-    from cachecore.services.trails import trail_record
     from research.calibration_replay import pick_items
-    from research.corpora import CORPORA, ingest_corpus
+    from research.corpora import CORPORA, ingest_corpus, record_items
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
@@ -78,14 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         corpus = CORPORA[args.corpus]
         tenant = tenant_create(slug=f"plans-{tag}", name="Read plans")
         made.append(tenant)
-        caller = tenant_caller(tenant, actor_label="research:read_plans")
         known = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = pick_items(corpus.items(), known, None)
-        for i in items:
-            gold = [g for g in i.gold if g in known]
-            trail_record(caller=caller, scope=corpus.scope, query=i.question,
-                         steps=[{"tool": "search", "args": {"q": i.question}, "returned": gold}],
-                         cited=gold, signal={"source": "caller", "accepted": True})
+        record_items(tenant, corpus, items, known)
         if args.forget_statistics:
             forget_statistics()
         elif args.analyze:
