@@ -2,7 +2,7 @@
 plans), optionally with the statistics a fresh install has and beside a large tenant.
 
 ``python -m research.read_plans [--corpus flask] [--beside faq] [--forget-statistics]
-[--analyze] [--questions 100]``
+[--analyze] [--questions 100] [--chunk-route auto|exact|hnsw]``
 
 The corpus is ingested into a tenant of its own (``research.corpora.ingest_corpus``) with one
 trail per item citing its gold section (``record_items``); ``--beside`` ingests a second corpus into another tenant
@@ -12,6 +12,9 @@ each. ``--forget-statistics`` first makes the tables' statistics what a fresh in
 column statistics, the trails' and citations' partitions analysed while empty (it needs the
 database's superuser, as the embedded server gives; run ``ANALYZE`` after to restore them);
 ``--analyze`` analyses the tables instead, as autovacuum does within a minute or so.
+``--chunk-route`` forces the covering read's route over the tenant's chunks (``auto``: the
+product's choice, ``rivals.chunk_route``, printed); with ``exact`` or ``hnsw`` it also prints how
+many questions found the same best sections as the other route.
 Both tenants are deleted at the end. Research only: product code never imports this module.
 """
 
@@ -42,6 +45,10 @@ def forget_statistics() -> None:
                     "'cachecore_termfrequency')")
 
 
+def _p90(values: list[float]) -> float:
+    return sorted(values)[int(0.9 * (len(values) - 1))]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="flask", choices=("faq", "celery", "flask"))
@@ -49,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--forget-statistics", action="store_true")
     parser.add_argument("--analyze", action="store_true")
     parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--chunk-route", default="auto", choices=("auto", "exact", "hnsw"))
     args = parser.parse_args(argv)
 
     import django
@@ -61,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cachecore.engine.text import normalise_query
     from cachecore.selectors.nearest import vector_literal
     from cachecore.selectors.recall_snapshot import recall_covering, recall_snapshot
+    from cachecore.selectors.rivals import chunk_route
     from research.calibration_replay import pick_items
     from research.corpora import CORPORA, ingest_corpus, record_items
     from tenants.caller import tenant_caller
@@ -94,23 +103,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         for q in questions:
             query = normalise_query(q)
             reads.append((vector_literal(embedder.embed_query(query, tenant=tenant.pk)), sorted(content_words(query))))
+        forced = None if args.chunk_route == "auto" else args.chunk_route
+        other = {"exact": "hnsw", "hnsw": "exact"}.get(args.chunk_route)
         times: dict[str, list[float]] = {"first read": [], "covering read": []}
+        same = 0
         for rep in range(2):  # the first pass warms the caches and prepares the statements
             for vector, terms in reads:
                 t0 = time.perf_counter()
                 snapshot = recall_snapshot(caller=caller, scope=corpus.scope, vector=vector, terms=terms, limit=5)
                 t1 = time.perf_counter()
-                recall_covering(caller=caller, scope=corpus.scope, vector=vector, terms=terms,
-                                threshold=tenant.similarity_threshold,
-                                exclude=[c.trail_id for c in snapshot.candidates])
+                exclude = [c.trail_id for c in snapshot.candidates]
+                covering = recall_covering(caller=caller, scope=corpus.scope, vector=vector, terms=terms,
+                                           threshold=tenant.similarity_threshold, exclude=exclude,
+                                           chunk_route_as=forced)
                 t2 = time.perf_counter()
                 if rep:
                     times["first read"].append((t1 - t0) * 1000)
                     times["covering read"].append((t2 - t1) * 1000)
+                elif other:
+                    against = recall_covering(caller=caller, scope=corpus.scope, vector=vector, terms=terms,
+                                              threshold=tenant.similarity_threshold, exclude=exclude,
+                                              chunk_route_as=other)
+                    same += [s for s, _ in covering.sections] == [s for s, _ in against.sections]
         print(f"{args.corpus} ({len(known)} sections, {len(items)} trails)"
               + (f" beside {args.beside}" if args.beside else "")
               + (", statistics forgotten" if args.forget_statistics else ", analysed" if args.analyze else "")
-              + ": " + ", ".join(f"{k} p50 {statistics.median(v):.2f} ms" for k, v in times.items()))
+              + f", chunk route {forced or chunk_route(tenant.pk) + ' (auto)'}"
+              + ": " + ", ".join(f"{k} p50 {statistics.median(v):.2f} ms (p90 {_p90(v):.2f})"
+                                 for k, v in times.items())
+              + (f"; the same best sections as the {other} route for {same}/{len(reads)}" if other else ""))
     finally:
         for t in made:
             Tenant.objects.filter(pk=t.pk).delete()

@@ -28,7 +28,7 @@ from cachecore.selectors.nearest import (
     candidates_sql,
 )
 from cachecore.selectors.recalls import EXEMPLAR_COLUMNS, bars_from_exemplars
-from cachecore.selectors.rivals import CITING_PER_SECTION, EXACT_MAX_CHUNKS, Covering, covering_sql
+from cachecore.selectors.rivals import CITING_PER_SECTION, Covering, covering_sql
 from cachecore.selectors.sections import term_frequencies_from_row, term_frequencies_sql
 from tenants.caller import Caller
 
@@ -109,13 +109,13 @@ def candidates_from_rows(rows: list[tuple[Any, ...]], *, at: int, cited_at: int,
 
 
 def recall_covering(*, caller: Caller, scope: str, vector: str, terms: list[str], threshold: float,
-                    exclude: list[str], exact_max_chunks: int = EXACT_MAX_CHUNKS,
+                    exclude: list[str], chunk_route_as: str | None = None,
                     citing_per_section: int = CITING_PER_SECTION) -> Covering:
     """The second read of a recall (``rivals.covering_sql``): the sections covering the query
     best, and the trails citing the best few that the first read did not find (``exclude``),
     with their cited sections and exemplars. One statement, run as the first one is."""
     settings_sql, statement, params = covering_sql(caller=caller, scope=scope, terms=terms, threshold=threshold,
-                                                   exclude=exclude, exact_max_chunks=exact_max_chunks,
+                                                   exclude=exclude, chunk_route_as=chunk_route_as,
                                                    citing_per_section=citing_per_section)
     rows = _execute(settings_sql, statement, [vector, *params])
     if not rows:

@@ -30,44 +30,73 @@ SECTION_ROUTE = 3
 CITING_PER_SECTION = 200
 # Chunks ranked before grouping by section (a section's best chunk is all that counts).
 RIVAL_CHUNKS = 64
-# Tenants with at most this many chunks are scanned exactly (through the chunks' (tenant, model)
-# index); larger ones go through the chunks' HNSW index with iterative scan.
+# Tenants with at most this many chunks are always scanned exactly (through the chunks' (tenant,
+# model) index); larger ones go through the chunks' HNSW index with iterative scan, unless they are
+# a small share of that index (``exact_chunks_limit``).
 EXACT_MAX_CHUNKS = 2000
+# Below this many chunks the exact scan is as fast as the HNSW read whatever the index holds.
+EXACT_MIN_CHUNKS = 1000
 _HNSW_EF_SEARCH = 100
 # The order of the best sections' arrays (ties broken the same way in each).
 BEST_ORDER = "best.cos DESC, best.external_id, best.namespace"
 # Pending sections are counted up to this many (on the partial index of pending sections).
 PENDING_COUNT_CAP = 1000
 
-# tenant → (chunks, counted up to EXACT_MAX_CHUNKS + 1; valid until), least recently used first.
-_sizes: OrderedDict[str, tuple[int, float]] = OrderedDict()
+# tenant → (chunks counted up to EXACT_MAX_CHUNKS + 1, the chunk table's estimated rows; valid
+# until), least recently used first.
+_sizes: OrderedDict[str, tuple[int, float, float]] = OrderedDict()
 _SIZES_MAX = 4096
 _SIZE_TTL_S = 60.0
 _sizes_lock = threading.Lock()
 
 
-def _tenant_chunks(tenant_pk: object) -> int:
-    """The tenant's chunks, counted up to the exact-scan cap + 1, cached per process for a
-    minute (the figure only routes the query; either path is correct)."""
+def exact_chunks_limit(rows: float) -> int:
+    """Tenants with at most this many chunks read them exactly. The chunks share one HNSW
+    index, whose filtered scan visits about (index rows / tenant's chunks) entries per hit while
+    the exact scan reads the tenant's chunks: the crossover grows like the square root of the
+    index, as for trails (``nearest.exact_search_limit``). Measured on the Flask documentation
+    tenant's covering read (1,712 chunks, ``python -m research.read_plans --chunk-route``):
+    alone in the index, HNSW 1.7–1.9 ms against 5.2–6.1 ms exact, the same best sections for
+    100/100 questions; beside the Python docs tenant (29,496 chunks in all), the exact scan is
+    the faster (3.4–4.8 against 5.7 ms): 10·√rows puts the crossover between the two. Never below ``EXACT_MIN_CHUNKS`` nor above ``EXACT_MAX_CHUNKS``
+    (what a tenant a small share of a large index meets); ``rows`` unknown (a table never
+    analysed: negative) counts as a large index."""
+    if rows < 0:
+        return EXACT_MAX_CHUNKS
+    return min(EXACT_MAX_CHUNKS, max(EXACT_MIN_CHUNKS, int(10 * rows ** 0.5)))
+
+
+def _tenant_chunks(tenant_pk: object) -> tuple[int, float]:
+    """The tenant's chunks, counted up to ``EXACT_MAX_CHUNKS`` + 1, and the chunk table's
+    estimated rows (``pg_class.reltuples``; negative when never analysed). One statement, cached
+    per process for a minute (the figures only route the query; either route is correct)."""
     key = str(tenant_pk)
     now = time.monotonic()
     with _sizes_lock:
         cached = _sizes.get(key)
-        if cached and cached[1] > now:
+        if cached and cached[2] > now:
             _sizes.move_to_end(key)
-            return cached[0]
+            return cached[0], cached[1]
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM cachecore_sectionchunk WHERE tenant_id = %s LIMIT %s) c",
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM cachecore_sectionchunk WHERE tenant_id = %s LIMIT %s) c), "
+            "(SELECT reltuples FROM pg_class WHERE oid = 'cachecore_sectionchunk'::regclass)",
             [tenant_pk, EXACT_MAX_CHUNKS + 1],
         )
-        size = int(cur.fetchone()[0])
+        size, rows = cur.fetchone()
+    size, rows = int(size), float(rows)
     with _sizes_lock:
-        _sizes[key] = (size, now + _SIZE_TTL_S)
+        _sizes[key] = (size, rows, now + _SIZE_TTL_S)
         _sizes.move_to_end(key)
         while len(_sizes) > _SIZES_MAX:
             _sizes.popitem(last=False)
-    return size
+    return size, rows
+
+
+def chunk_route(tenant_pk: object) -> str:
+    """``"exact"`` or ``"hnsw"``: the route the covering read takes over this tenant's chunks."""
+    size, rows = _tenant_chunks(tenant_pk)
+    return "exact" if size <= exact_chunks_limit(rows) else "hnsw"
 
 
 @dataclass(frozen=True)
@@ -89,7 +118,7 @@ class Covering:
 
 def covering_sql(
     *, caller: Caller, scope: str, terms: list[str], threshold: float, exclude: list[str],
-    limit: int = RIVAL_SECTIONS, route: int = SECTION_ROUTE, exact_max_chunks: int = EXACT_MAX_CHUNKS,
+    limit: int = RIVAL_SECTIONS, route: int = SECTION_ROUTE, chunk_route_as: str | None = None,
     citing_per_section: int = CITING_PER_SECTION,
 ) -> tuple[str, str, list[object]]:
     """The covering read as the settings to send before it (HNSW path: ``SET LOCAL``), one
@@ -103,8 +132,9 @@ def covering_sql(
     ``citing_per_section`` citations of each), nearest question first, each
     with its cited sections (``citations.candidate_laterals_sql``: ``cited_sql`` and ``recalls.exemplars_sql``).
     Exact over a small tenant's chunks, through the chunks' HNSW index with iterative scan for a
-    large one (``exact_max_chunks``). A section the recall's scope may not see never counts:
-    what it holds must not shape another scope's answer. Its rows: the best sections' ids and
+    large one (``chunk_route``; ``chunk_route_as`` forces ``"exact"`` or ``"hnsw"``). A section
+    the recall's scope may not see never counts: what it holds must not shape another scope's
+    answer. Its rows: the best sections' ids and
     cosines, the pending count and the best sections' best sentence cosines (every row), then a
     citing trail's candidate columns, its
     exemplars and one of its cited sections (``recall_snapshot.candidates_from_rows``)."""
@@ -115,7 +145,7 @@ def covering_sql(
     own = "ch.tenant_id = %s AND ch.embedding_model = %s"
     current = f"JOIN cachecore_section s ON s.id = c.section_id AND s.sha256 = c.sha256 WHERE {visible}"
     distance = f"ch.embedding <=> {QUERY_VECTOR}"
-    exact = _tenant_chunks(tenant.pk) <= exact_max_chunks
+    exact = (chunk_route_as or chunk_route(tenant.pk)) == "exact"
     if exact:
         # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index: a small tenant's
         # chunks through the (tenant, model) index, every distance computed once.

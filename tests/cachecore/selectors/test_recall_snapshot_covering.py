@@ -31,11 +31,11 @@ def _best(caller, scope: str, query: str, **kw) -> list[tuple[str, float]]:
     return _covering(caller, scope, query, **kw).sections
 
 
-@pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
-def test_the_section_that_answers_comes_first_by_either_route(caller, exact_max_chunks):
+@pytest.mark.parametrize("chunk_route_as", ["exact", "hnsw"])
+def test_the_section_that_answers_comes_first_by_either_route(caller, chunk_route_as):
     caller.upsert(SECTIONS)
     best = _best(caller, "default", "how long does the broker wait for an ack before redelivery?",
-                 exact_max_chunks=exact_max_chunks)
+                 chunk_route_as=chunk_route_as)
     assert [b[0] for b in best][:1] == ["broker#visibility"]
     assert len(best) == 3 and best == sorted(best, key=lambda b: -b[1])
     assert all(-1.0 <= cos <= 1.0 for _, cos in best)
@@ -59,15 +59,15 @@ def test_a_changed_section_counts_by_its_current_text_only(caller):
     assert pancakes[0][0] == "broker#visibility" and pancakes[0][1] > 0.6
 
 
-@pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
-def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(caller, exact_max_chunks):
+@pytest.mark.parametrize("chunk_route_as", ["exact", "hnsw"])
+def test_trails_citing_the_best_sections_are_candidates_whatever_their_question(caller, chunk_route_as):
     caller.upsert(SECTIONS)
     ack = "what is the ack window of the transport?"
     ours = caller.record(query=ack, cited=["broker#visibility"]).json()["trail_id"]
     other = caller.record(query="retrying a failed job", cited=["tasks#retry"]).json()["trail_id"]
     elsewhere = caller.record(query=ack, cited=["broker#visibility"], scope="elsewhere").json()["trail_id"]
     query = "how long does the broker wait for an ack before redelivery?"
-    found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
+    found = _covering(caller, "default", query, chunk_route_as=chunk_route_as)
     assert [c.trail_id for c in found.candidates] == [ours] and found.candidates[0].via_sections
     # Read with its cited sections, as the first read gives them.
     assert [c.section_id for c in found.candidates[0].cited] == ["broker#visibility"]
@@ -104,13 +104,13 @@ def test_a_section_cited_by_many_trails_is_read_up_to_its_cap(caller):
     assert all([s.section_id for s in c.cited] == ["broker#visibility"] for c in capped)
 
 
-@pytest.mark.parametrize("exact_max_chunks", [6000, 0], ids=["exact", "hnsw"])
-def test_the_best_sections_come_with_their_best_sentence(caller, exact_max_chunks):
+@pytest.mark.parametrize("chunk_route_as", ["exact", "hnsw"])
+def test_the_best_sections_come_with_their_best_sentence(caller, chunk_route_as):
     from cachecore.models import SectionSentence
 
     caller.upsert(SECTIONS)
     query = "how long does the broker wait for an ack before redelivery?"
-    found = _covering(caller, "default", query, exact_max_chunks=exact_max_chunks)
+    found = _covering(caller, "default", query, chunk_route_as=chunk_route_as)
     sentences = dict(found.sentences)
     assert set(sentences) == {s for s, _ in found.sections}
     # Each is the query's best cosine to one of the section's sentences (here one sentence each).
@@ -118,5 +118,5 @@ def test_the_best_sections_come_with_their_best_sentence(caller, exact_max_chunk
     # A section whose sentences are gone (or of an older text) has none: unknown, not poor.
     SectionSentence.objects.filter(section__external_id="tasks#retry").delete()
     SectionSentence.objects.filter(section__external_id="broker#prefetch").update(sha256="0" * 64)
-    assert set(dict(_covering(caller, "default", query, exact_max_chunks=exact_max_chunks).sentences)) == {
+    assert set(dict(_covering(caller, "default", query, chunk_route_as=chunk_route_as).sentences)) == {
         "broker#visibility"}
