@@ -14,7 +14,9 @@ database's superuser, as the embedded server gives; run ``ANALYZE`` after to res
 ``--analyze`` analyses the tables instead, as autovacuum does within a minute or so.
 ``--chunk-route`` forces the covering read's route over the tenant's chunks (``auto``: the
 product's choice, ``rivals.chunk_route``, printed); with ``exact`` or ``hnsw`` it also prints how
-many questions found the same best sections as the other route.
+many questions found the same best sections as the other route. ``--recall`` also times
+``services.recall`` on the same questions (embedding included, the query-vector cache emptied
+before each call; the product's route only).
 Both tenants are deleted at the end. Research only: product code never imports this module.
 """
 
@@ -57,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--analyze", action="store_true")
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--chunk-route", default="auto", choices=("auto", "exact", "hnsw"))
+    parser.add_argument("--recall", action="store_true")
     args = parser.parse_args(argv)
 
     import django
@@ -70,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cachecore.selectors.nearest import vector_literal
     from cachecore.selectors.recall_snapshot import recall_covering, recall_snapshot
     from cachecore.selectors.rivals import chunk_route
+    from cachecore.services.recall import recall
     from research.calibration_replay import pick_items
     from research.corpora import CORPORA, ingest_corpus, record_items
     from tenants.caller import tenant_caller
@@ -125,6 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                               threshold=tenant.similarity_threshold, exclude=exclude,
                                               chunk_route_as=other)
                     same += [s for s, _ in covering.sections] == [s for s, _ in against.sections]
+        if args.recall:
+            times["services.recall"] = []
+            for rep in range(2):
+                for q in questions:
+                    embedder.cache_clear()
+                    t0 = time.perf_counter()
+                    recall(caller=caller, scope=corpus.scope, query=q)
+                    if rep:
+                        times["services.recall"].append((time.perf_counter() - t0) * 1000)
         print(f"{args.corpus} ({len(known)} sections, {len(items)} trails)"
               + (f" beside {args.beside}" if args.beside else "")
               + (", statistics forgotten" if args.forget_statistics else ", analysed" if args.analyze else "")
