@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.corpus} ({len(known)} sections, {len(items)} trails)"
               + (f" beside {args.beside}" if args.beside else "")
               + (", statistics forgotten" if args.forget_statistics else ", analysed" if args.analyze else "")
-              + f", chunk route {forced or chunk_route(tenant.pk) + ' (auto)'}"
+              + f", chunk route {forced or chunk_route(caller) + ' (auto)'}"
               + ": " + ", ".join(f"{k} p50 {statistics.median(v):.2f} ms (p90 {_p90(v):.2f})"
                                  for k, v in times.items())
               + (f"; the same best sections as the {other} route for {same}/{len(reads)}" if other else ""))

@@ -43,9 +43,9 @@ BEST_ORDER = "best.cos DESC, best.external_id, best.namespace"
 # Pending sections are counted up to this many (on the partial index of pending sections).
 PENDING_COUNT_CAP = 1000
 
-# tenant → (chunks counted up to EXACT_MAX_CHUNKS + 1, the chunk table's estimated rows; valid
-# until), least recently used first.
-_sizes: OrderedDict[str, tuple[int, float, float]] = OrderedDict()
+# tenant → (chunks counted up to EXACT_MAX_CHUNKS + 1, the chunk table's estimated rows, whether a
+# section of the tenant is held to scopes; valid until), least recently used first.
+_sizes: OrderedDict[str, tuple[int, float, bool, float]] = OrderedDict()
 _SIZES_MAX = 4096
 _SIZE_TTL_S = 60.0
 _sizes_lock = threading.Lock()
@@ -68,37 +68,44 @@ def exact_chunks_limit(rows: float) -> int:
     return min(EXACT_MAX_CHUNKS, max(EXACT_MIN_CHUNKS, int(10 * rows ** 0.5)))
 
 
-def _tenant_chunks(tenant_pk: object) -> tuple[int, float]:
-    """The tenant's chunks, counted up to ``EXACT_MAX_CHUNKS`` + 1, and the chunk table's
-    estimated rows (``pg_class.reltuples``; negative when never analysed). One statement, cached
-    per process for a minute (the figures only route the query; either route is correct)."""
+def _tenant_chunks(tenant_pk: object) -> tuple[int, float, bool]:
+    """The tenant's chunks, counted up to ``EXACT_MAX_CHUNKS`` + 1, the chunk table's estimated
+    rows (``pg_class.reltuples``; negative when never analysed) and whether any of the tenant's
+    sections is held to scopes. One statement, cached per process for a minute (the figures
+    only route the query; either route is correct)."""
     key = str(tenant_pk)
     now = time.monotonic()
     with _sizes_lock:
         cached = _sizes.get(key)
-        if cached and cached[2] > now:
+        if cached and cached[3] > now:
             _sizes.move_to_end(key)
-            return cached[0], cached[1]
+            return cached[0], cached[1], cached[2]
     with connection.cursor() as cur:
         cur.execute(
             "SELECT (SELECT count(*) FROM (SELECT 1 FROM cachecore_sectionchunk WHERE tenant_id = %s LIMIT %s) c), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'cachecore_sectionchunk'::regclass)",
-            [tenant_pk, EXACT_MAX_CHUNKS + 1],
+            "(SELECT reltuples FROM pg_class WHERE oid = 'cachecore_sectionchunk'::regclass), "
+            "EXISTS (SELECT 1 FROM cachecore_section WHERE tenant_id = %s AND cardinality(scopes) > 0)",
+            [tenant_pk, EXACT_MAX_CHUNKS + 1, tenant_pk],
         )
-        size, rows = cur.fetchone()
-    size, rows = int(size), float(rows)
+        size, rows, scoped = cur.fetchone()
+    size, rows, scoped = int(size), float(rows), bool(scoped)
     with _sizes_lock:
-        _sizes[key] = (size, rows, now + _SIZE_TTL_S)
+        _sizes[key] = (size, rows, scoped, now + _SIZE_TTL_S)
         _sizes.move_to_end(key)
         while len(_sizes) > _SIZES_MAX:
             _sizes.popitem(last=False)
-    return size, rows
+    return size, rows, scoped
 
 
-def chunk_route(tenant_pk: object) -> str:
-    """``"exact"`` or ``"hnsw"``: the route the covering read takes over this tenant's chunks."""
-    size, rows = _tenant_chunks(tenant_pk)
-    return "exact" if size <= exact_chunks_limit(rows) else "hnsw"
+def chunk_route(caller: Caller) -> str:
+    """``"exact"`` or ``"hnsw"``: the route the covering read takes over the caller's tenant's
+    chunks. The HNSW route reads the nearest chunks first and the sections' visibility after,
+    so a recall that may not see every section (a scope-limited key, or a tenant with sections
+    held to scopes) keeps the exact scan up to ``EXACT_MAX_CHUNKS``, as before the limit grew
+    with the index: the sections it can see are all weighed."""
+    size, rows, scoped = _tenant_chunks(caller.tenant.pk)
+    limit = EXACT_MAX_CHUNKS if scoped or caller.scope_limited else exact_chunks_limit(rows)
+    return "exact" if size <= limit else "hnsw"
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,7 @@ def covering_sql(
     own = "ch.tenant_id = %s AND ch.embedding_model = %s"
     current = f"JOIN cachecore_section s ON s.id = c.section_id AND s.sha256 = c.sha256 WHERE {visible}"
     distance = f"ch.embedding <=> {QUERY_VECTOR}"
-    exact = (chunk_route_as or chunk_route(tenant.pk)) == "exact"
+    exact = (chunk_route_as or chunk_route(caller)) == "exact"
     if exact:
         # The fenced subquery (OFFSET 0) keeps the planner off the HNSW index: a small tenant's
         # chunks through the (tenant, model) index, every distance computed once.
