@@ -30,9 +30,9 @@ SECTION_ROUTE = 3
 CITING_PER_SECTION = 200
 # Chunks ranked before grouping by section (a section's best chunk is all that counts).
 RIVAL_CHUNKS = 64
-# Tenants with at most this many chunks are always scanned exactly (through the chunks' (tenant,
-# model) index); larger ones go through the chunks' HNSW index with iterative scan, unless they are
-# a small share of that index (``exact_chunks_limit``).
+# Tenants with more chunks than this read the chunks' HNSW index with iterative scan; up to this
+# many, they scan their chunks exactly (through the chunks' (tenant, model) index) unless they are a
+# large share of the HNSW index (``exact_chunks_limit``, ``chunk_route``).
 EXACT_MAX_CHUNKS = 2000
 # Below this many chunks the exact scan (about 1.6 ms + 2.3 µs a chunk) is within about 1 ms of
 # the HNSW read (1.7–2.0 ms) whatever the index holds, and exact.
