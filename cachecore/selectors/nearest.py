@@ -76,6 +76,14 @@ def _scope_route(*, tenant: Tenant, scope: str) -> tuple[int, float]:
 EXACT_SEARCH_FLOOR = 2000
 
 
+def square_root_crossover(rows: float, *, per_root: float, floor: int, cap: int) -> int:
+    """The size up to which an exact scan beats a filtered HNSW scan of an index of ``rows``
+    entries: the HNSW scan visits about (rows / size) entries per hit while the exact scan
+    reads the size, so the crossover grows like the square root of the index (``per_root``·√rows,
+    the coefficient measured for each index), held between ``floor`` and ``cap``."""
+    return min(cap, max(floor, int(per_root * rows ** 0.5)))
+
+
 def exact_search_limit(rows: float) -> int:
     """Scopes with at most this many active trails are searched exactly. Trails are
     partitioned by tenant and each partition has its own HNSW index, so a filtered HNSW scan
@@ -87,7 +95,7 @@ def exact_search_limit(rows: float) -> int:
     floor. ``rows``: the rows of the partition the scan visits (``_scope_route``). Never above
     TRAILCACHE_EXACT_SEARCH_MAX_TRAILS, never below 2,000."""
     cap = settings.TRAILCACHE_EXACT_SEARCH_MAX_TRAILS
-    return min(cap, max(EXACT_SEARCH_FLOOR, int(5 * rows ** 0.5)))
+    return square_root_crossover(rows, per_root=5, floor=EXACT_SEARCH_FLOOR, cap=cap)
 
 
 def search_path(*, tenant: Tenant, scope: str) -> str:

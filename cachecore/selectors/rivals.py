@@ -16,7 +16,7 @@ from django.utils import timezone
 from cachecore.embedding import get_embedder
 from cachecore.engine.decide import Candidate
 from cachecore.selectors.citations import candidate_laterals_sql
-from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE
+from cachecore.selectors.nearest import QUERY_VECTOR, QUERY_VECTOR_CTE, square_root_crossover
 from cachecore.selectors.sections import sentence_coverage_sql
 from tenants.caller import Caller
 from tenants.scopes import entries_admit_scope_sql
@@ -53,9 +53,8 @@ _sizes_lock = threading.Lock()
 
 def exact_chunks_limit(rows: float) -> int:
     """Tenants with at most this many chunks read them exactly. The chunks share one HNSW
-    index, whose filtered scan visits about (index rows / tenant's chunks) entries per hit while
-    the exact scan reads the tenant's chunks: the crossover grows like the square root of the
-    index, as for trails (``nearest.exact_search_limit``). Measured on the Flask documentation
+    index; the crossover grows like its square root (``nearest.square_root_crossover``), as for
+    trails (``nearest.exact_search_limit``). Measured on the Flask documentation
     tenant's covering read (1,712 chunks, ``python -m research.read_plans --chunk-route``):
     alone in the index, HNSW 1.7–1.9 ms against 5.2–6.1 ms exact, the same best sections for
     100/100 questions; beside the Python docs tenant (29,496 chunks in all) the two are even
@@ -65,7 +64,7 @@ def exact_chunks_limit(rows: float) -> int:
     counts as a large index."""
     if rows < 0:
         return EXACT_MAX_CHUNKS
-    return min(EXACT_MAX_CHUNKS, max(EXACT_MIN_CHUNKS, int(10 * rows ** 0.5)))
+    return square_root_crossover(rows, per_root=10, floor=EXACT_MIN_CHUNKS, cap=EXACT_MAX_CHUNKS)
 
 
 def _tenant_chunks(tenant_pk: object) -> tuple[int, float, bool]:
