@@ -7,6 +7,9 @@
 - ``flask``: the Flask 2.2.2 docs (Debian ``python-flask-doc``, Sphinx HTML) with the
   hand-written hard set ``tests/data/eval/flask_hard.jsonl``, written the same way; groups are
   the items' topics.
+- ``pytest``: the pytest 7.2.1 docs (Debian ``python-pytest-doc``, Sphinx HTML) with the
+  hand-written hard set ``tests/data/eval/pytest_hard.jsonl``, written the same way after every
+  choice of the matching was made: no decision has read it; groups are the items' topics.
 
 An item is one recorded question with its gold section(s), its same-need rewordings and its
 close-but-different questions; the side (calibration / held-out) comes from
@@ -20,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from research.splits import REPO_ROOT, celery_side, faq_side, flask_side
+from research.splits import REPO_ROOT, celery_side, faq_side, flask_side, pytest_side
 
 EVAL_DIR = REPO_ROOT / "tests" / "data" / "eval"
 FAQ_SET = EVAL_DIR / "python_faq.jsonl"
@@ -30,6 +33,8 @@ PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 CELERY_DOCS = Path("/usr/share/doc/python-celery-doc/html")
 FLASK_SET = EVAL_DIR / "flask_hard.jsonl"
 FLASK_DOCS = Path("/usr/share/doc/python-flask-doc/html")
+PYTEST_SET = EVAL_DIR / "pytest_hard.jsonl"
+PYTEST_DOCS = Path("/usr/share/doc/python-pytest-doc/html")
 # The Celery HTML tree without the reST copies (_sources), highlighted code (_modules), static
 # files and the generated index/search pages.
 CELERY_SUBTREES = (
@@ -45,6 +50,12 @@ FLASK_SUBTREES = (
     "extensions.html", "installation.html", "logging.html", "patterns", "quickstart.html",
     "reqcontext.html", "security.html", "server.html", "shell.html", "signals.html", "templating.html",
     "testing.html", "tutorial", "views.html",
+)
+# The pytest HTML tree's guides, explanations, reference, examples and deprecation notes: without
+# its reST copies, static files, the changelog, announcements, historical and contributor pages.
+PYTEST_SUBTREES = (
+    "how-to", "explanation", "reference", "example", "getting-started.html", "deprecations.html",
+    "backwards-compatibility.html",
 )
 KINDS = frozenset({"parameter", "object", "version", "direction", "comparison", "false_premise", "other"})
 
@@ -134,10 +145,15 @@ def flask_items(path: Path = FLASK_SET) -> list[Item]:
     return hard_set_items(path, flask_side)
 
 
+def pytest_items(path: Path = PYTEST_SET) -> list[Item]:
+    return hard_set_items(path, pytest_side)
+
+
 CORPORA = {
     "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc", faq_items),
     "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc", celery_items),
     "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc", flask_items),
+    "pytest": Corpus("pytest", PYTEST_DOCS, PYTEST_SUBTREES, "pytest", "python-pytest-doc", pytest_items),
 }
 
 

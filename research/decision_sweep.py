@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import django
 
     parser = argparse.ArgumentParser(prog="python -m research.decision_sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", choices=("faq", "celery", "flask", "qqp"), required=True)
+    parser.add_argument("--corpus", choices=("faq", "celery", "flask", "pytest", "qqp"), required=True)
     parser.add_argument("--field", required=True, help="a decide.Policy field, e.g. ambiguity_margin")
     parser.add_argument("--values", required=True, help="comma-separated values to decide at")
     parser.add_argument("--side", choices=(CALIBRATION, HELD_OUT), default=CALIBRATION, help="QQP's side")

@@ -11,6 +11,8 @@ side only, so nothing tuned on calibration data has seen a held-out question.
   question written from one topic is on one side.
 - Flask hard set (``tests/data/eval/flask_hard.jsonl``): groups are the items' ``topic``, as
   for Celery.
+- pytest hard set (``tests/data/eval/pytest_hard.jsonl``): groups are the items' ``topic``, as
+  for Celery.
 
 A group is held out when the first 8 hex digits of sha256(group key), as an integer, modulo
 10 are below ``HELD_OUT_TENTHS`` (30 %). Never tune a constant on the held-out side.
@@ -97,3 +99,8 @@ def celery_side(topic: str) -> str:
 def flask_side(topic: str) -> str:
     """Side of a Flask hard-set topic (``quickstart-routing``) and every item written from it."""
     return side_of("flask:" + topic)
+
+
+def pytest_side(topic: str) -> str:
+    """Side of a pytest hard-set topic (``p1-fixtures-scope``) and every item written from it."""
+    return side_of("pytest:" + topic)
