@@ -155,6 +155,9 @@ CORPORA = {
     "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc", flask_items),
     "pytest": Corpus("pytest", PYTEST_DOCS, PYTEST_SUBTREES, "pytest", "python-pytest-doc", pytest_items),
 }
+# The corpora whose question sets are hand-written hard sets (``hard_set_items``): their close
+# questions name the sections that answer them (``Close.answer``); the FAQ's do not.
+HARD_SETS = frozenset({"celery", "flask", "pytest"})
 
 
 def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> set[str]:

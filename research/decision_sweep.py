@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from research.corpora import CORPORA
 from research.splits import CALIBRATION, HELD_OUT
 
 CLASSES = ("same_own", "same_right", "same_wrong", "close_answered", "close_right", "close_wrong")
@@ -79,7 +80,7 @@ def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str,
 def sweep_corpus(corpus_name: str, field: str, values: Sequence[float]) -> dict[str, Any]:
     """A documentation corpus's prefetches by class, per side and value."""
     from research.calibration_replay import pick_items
-    from research.corpora import CORPORA, ingest_corpus, record_items
+    from research.corpora import ingest_corpus, record_items
     from tenants.models import Tenant
     from tenants.services import tenant_create
 
@@ -155,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import django
 
     parser = argparse.ArgumentParser(prog="python -m research.decision_sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", choices=("faq", "celery", "flask", "pytest", "qqp"), required=True)
+    parser.add_argument("--corpus", choices=(*sorted(CORPORA), "qqp"), required=True)
     parser.add_argument("--field", required=True, help="a decide.Policy field, e.g. ambiguity_margin")
     parser.add_argument("--values", required=True, help="comma-separated values to decide at")
     parser.add_argument("--side", choices=(CALIBRATION, HELD_OUT), default=CALIBRATION, help="QQP's side")
