@@ -46,7 +46,7 @@ bench: setup
 bench-growth: setup
 	$(PY) -m research.bench.growth $(GROWTH_ARGS)
 
-# The replay (research/calibration_replay.py) on the four documentation corpora: per-round tables,
+# The replay (research/calibration_replay.py) on the five documentation corpora: per-round tables,
 # reports/replay/<corpus>-noise<p>/{report.json,replay.png}; REPLAY_ARGS="--noise 0 --rounds 4".
 # Then a recorded question asked again near-verbatim (research/near_repeats.py).
 eval: setup
@@ -56,6 +56,7 @@ eval: setup
 	$(PY) -m research.calibration_replay --corpus celery $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus flask $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus pytest $(REPLAY_ARGS)
+	$(PY) -m research.calibration_replay --corpus click $(REPLAY_ARGS)
 	$(PY) -m research.near_repeats --corpus celery
 
 # Two web nodes and two Celery workers on free ports against one PostgreSQL (DATABASE_URL, else the

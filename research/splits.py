@@ -13,6 +13,8 @@ side only, so nothing tuned on calibration data has seen a held-out question.
   for Celery.
 - pytest hard set (``tests/data/eval/pytest_hard.jsonl``): groups are the items' ``topic``, as
   for Celery.
+- Click hard set (``tests/data/eval/click_hard.jsonl``): groups are the items' ``topic``, as for
+  Celery.
 
 A group is held out when the first 8 hex digits of sha256(group key), as an integer, modulo
 10 are below ``HELD_OUT_TENTHS`` (30 %). Never tune a constant on the held-out side.
@@ -104,3 +106,8 @@ def flask_side(topic: str) -> str:
 def pytest_side(topic: str) -> str:
     """Side of a pytest hard-set topic (``p1-fixtures-scope``) and every item written from it."""
     return side_of("pytest:" + topic)
+
+
+def click_side(topic: str) -> str:
+    """Side of a Click hard-set topic (``p1-option-basics``) and every item written from it."""
+    return side_of("click:" + topic)

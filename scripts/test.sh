@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite against the embedded PostgreSQL (or DATABASE_URL), the real model.
 # System packages the tests need come from Debian's archive when missing: the Python docs
-# Celery's, Flask's and pytest's (the evaluation corpora), chromium (browser tests drive it; no browser is downloaded) and
+# Celery's, Flask's, pytest's and Click's (the evaluation corpora), chromium (browser tests drive it; no browser is downloaded) and
 # redis-server (the live broker tests start and stop their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,7 @@ test -d /usr/share/doc/python3.11/html/_sources || missing+=(python3.11-doc)
 test -d /usr/share/doc/python-celery-doc/html || missing+=(python-celery-doc)  # the second evaluation corpus
 test -d /usr/share/doc/python-flask-doc/html || missing+=(python-flask-doc)  # the third
 test -d /usr/share/doc/python-pytest-doc/html || missing+=(python-pytest-doc)  # the fourth
+test -d /usr/share/doc/python-click-doc/html || missing+=(python-click-doc)  # the fifth
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)  # live broker tests start their own
 if ((${#missing[@]})); then

@@ -1,8 +1,8 @@
-"""Form of the hand-written hard sets tests/data/eval/celery_hard.jsonl, flask_hard.jsonl and
-pytest_hard.jsonl: fields, kinds, sizes, the split by topic, gold ids present in the split docs,
-low-overlap rewordings, and each close question's ``answer``: the section ids of the split docs
-that answer it (``[]`` when none does), ``[gold]`` exactly when the gold section answers it,
-never the gold otherwise."""
+"""Form of the hand-written hard sets tests/data/eval/celery_hard.jsonl, flask_hard.jsonl,
+pytest_hard.jsonl and click_hard.jsonl: fields, kinds, sizes, the split by topic, gold ids present
+in the split docs, low-overlap rewordings, and each close question's ``answer``: the section ids
+of the split docs that answer it (``[]`` when none does), ``[gold]`` exactly when the gold section
+answers it, never the gold otherwise."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from research.corpora import CELERY_SET, CORPORA, FLASK_SET, KINDS, PYTEST_SET
-from research.splits import CALIBRATION, HELD_OUT, celery_side, flask_side, pytest_side
+from research.corpora import CELERY_SET, CLICK_SET, CORPORA, FLASK_SET, KINDS, PYTEST_SET
+from research.splits import CALIBRATION, HELD_OUT, celery_side, click_side, flask_side, pytest_side
 from tests.research.evalsets import load_jsonl, norm
 
 # corpus: (set, side of a topic, fewest items, fewest held-out items, fewest sections in the split docs)
@@ -20,6 +20,7 @@ SETS = {
     "celery": (CELERY_SET, celery_side, 166, 40, 1000),
     "flask": (FLASK_SET, flask_side, 160, 30, 300),
     "pytest": (PYTEST_SET, pytest_side, 166, 40, 400),
+    "click": (CLICK_SET, click_side, 130, 30, 140),
 }
 STOP = frozenset(
     "a an the and or of to in on for with by at from as is are was were be been being do does did i my me we "
