@@ -9,7 +9,8 @@
   the items' topics.
 - ``pytest``: the pytest 7.2.1 docs (Debian ``python-pytest-doc``, Sphinx HTML) with the
   hand-written hard set ``tests/data/eval/pytest_hard.jsonl``, written the same way after every
-  choice of the matching was made: no decision has read it; groups are the items' topics.
+  choice of the matching was made and read once since, to judge the three-corpus fit (nothing is
+  fitted on it); groups are the items' topics.
 - ``click``: the Click 8.1.3 docs (Debian ``python-click-doc``, Sphinx HTML) with the
   hand-written hard set ``tests/data/eval/click_hard.jsonl``, written the same way on 6 December
   2026, after the scorer was fitted on three corpora and judged on pytest; groups are the items'
