@@ -115,6 +115,9 @@ class Corpus:
     package: str
     # Reads the corpus's question set.
     load: Callable[[], list[Item]]
+    # Whether its close questions name the sections that answer them (``Close.answer``): the
+    # hand-written hard sets (``hard_set_items``) do, the FAQ's do not.
+    names_answers: bool = True
 
     def items(self) -> list[Item]:
         return self.load()
@@ -169,15 +172,12 @@ def click_items(path: Path = CLICK_SET) -> list[Item]:
 
 
 CORPORA = {
-    "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc", faq_items),
+    "faq": Corpus("faq", PYTHON_DOCS, (), "faq", "python3.11-doc", faq_items, names_answers=False),
     "celery": Corpus("celery", CELERY_DOCS, CELERY_SUBTREES, "celery", "python-celery-doc", celery_items),
     "flask": Corpus("flask", FLASK_DOCS, FLASK_SUBTREES, "flask", "python-flask-doc", flask_items),
     "pytest": Corpus("pytest", PYTEST_DOCS, PYTEST_SUBTREES, "pytest", "python-pytest-doc", pytest_items),
     "click": Corpus("click", CLICK_DOCS, CLICK_SUBTREES, "click", "python-click-doc", click_items),
 }
-# The corpora whose question sets are hand-written hard sets (``hard_set_items``): their close
-# questions name the sections that answer them (``Close.answer``); the FAQ's do not.
-HARD_SETS = frozenset({"celery", "flask", "pytest", "click"})
 
 
 def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> set[str]:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from research.corpora import CORPORA, HARD_SETS, ingest_corpus, record_items
+from research.corpora import CORPORA, ingest_corpus, record_items
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
@@ -325,7 +325,7 @@ def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = (),
 
 
 def annotate_answers(rows: list[dict[str, Any]]) -> None:
-    """Give each row of a hard set (``corpora.HARD_SETS``: their close questions name the
+    """Give each row of a hard set (``Corpus.names_answers``: their close questions name the
     sections that answer them) ``right_entries``: the items whose trail's cited section answers
     the probe. A rewording is answered by its item's gold section, a close question by its
     ``answer`` sections; so another item's trail citing such a section is right to serve, and
@@ -333,7 +333,7 @@ def annotate_answers(rows: list[dict[str, Any]]) -> None:
     by_set: dict[str, tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]] = {}
     for row in rows:
         name = row.get("set", "faq")
-        if name not in HARD_SETS:
+        if name not in CORPORA or not CORPORA[name].names_answers:
             continue
         if name not in by_set:
             items = CORPORA[name].items()
