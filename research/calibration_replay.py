@@ -3,7 +3,7 @@ record linked to each recall by ``recall_id`` (with label noise), and the tenant
 operating point applied between rounds.
 
 ``python -m research.calibration_replay [--corpus faq|celery|flask] [--rounds 3] [--noise 0.1]
-[--seed 0] [--limit N] [--via rest|services] [--keep-cut] [--out DIR]``
+[--seed 0] [--limit N] [--via rest|services] [--keep-cut] [--labels pending|accepted] [--out DIR]``
 
 The protocol of issue 24's test. By default over the REST API (``POST /api/v1/recall`` and
 ``POST /api/v1/trails`` through the WSGI application in this process, with an API key of the
@@ -20,7 +20,10 @@ decisions, without auth, throttling and serialisation):
    section(s) that answer it where the set names them (Celery's ``answer``), else another section
    of the gold's page. With probability ``noise`` that citation is flipped (gold ↔ the other).
    Records are pending (no positive signal): they label the recalls (and teach per-trail
-   boundaries) but are never served, so the cache does not grow.
+   boundaries) but are never served, so the cache does not grow. With ``--labels accepted``
+   they are recorded the way the README's loop records an accepted answer instead: in the
+   recall's own scope with ``signal: {"source": "user", "accepted": true}``, so each becomes
+   an active trail that later rounds may be served (the cache grows as a user's would).
 2. After the round, the tenant's suggested operating point is applied
    (``operating_point_apply``, as ``auto_calibrate`` would); with ``--keep-cut`` it is not, and
    the per-trail boundaries alone learn from the labels.
@@ -56,6 +59,9 @@ from research.stats import proportion
 
 SIDES = (HELD_OUT, CALIBRATION)
 ACTOR = "research:replay"
+# How the simulated agent's labelling records are sent: pending in a scope of their own (they
+# label, they are never served), or accepted in the recall's scope (they become trails).
+LABELS = ("pending", "accepted")
 
 
 @dataclass
@@ -64,6 +70,7 @@ class RoundCounts:
     same_need: int = 0
     same_own_prefetch: int = 0
     same_own_prefetch_or_hint: int = 0
+    same_gold_prefetch: int = 0      # ... served a prefetch carrying the gold section (any trail)
     close: int = 0                   # close-but-different the gold section does not answer
     close_prefetch: int = 0          # ... served any prefetch
     close_prefetch_own: int = 0      # ... served the very trail they differ from
@@ -77,6 +84,7 @@ class RoundCounts:
         return {
             "same_need_own_prefetch": proportion(self.same_own_prefetch, self.same_need),
             "same_need_own_prefetch_or_hint": proportion(self.same_own_prefetch_or_hint, self.same_need),
+            "same_need_gold_prefetch": proportion(self.same_gold_prefetch, self.same_need),
             "close_any_prefetch": proportion(self.close_prefetch, self.close),
             "close_prefetch_own_trail": self.close_prefetch_own,
             "close_wrong_prefetch": proportion(self.close_prefetch_wrong, self.close),
@@ -199,7 +207,7 @@ def pick_items(items: Sequence[Item], known: set[str], limit: int | None) -> lis
 
 def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | None,
            limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True,
-           via: str = "rest", apply: bool = True) -> dict[str, Any]:
+           via: str = "rest", apply: bool = True, labels: str = "pending") -> dict[str, Any]:
     """Run the replay and return the report (written to ``out`` when given)."""
     from cachecore.services.calibration import operating_point, operating_point_apply, suggestion_as_dict
     from docingest.ingest import collect_sections, ingest_sections
@@ -215,6 +223,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         raise ValueError("noise must be within [0, 1]")
     if via not in TRANSPORTS:
         raise ValueError(f"via must be one of {sorted(TRANSPORTS)}")
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}")
     rng = random.Random(seed)
     started = datetime.now(UTC)
     timings: dict[str, float] = {}
@@ -268,8 +278,12 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                 cites_gold = not cites_gold
             cited = agent_citation(gold[item.id], answer, cites_gold=cites_gold, known=known,
                                    ids_by_page=ids_by_page, all_ids=all_ids, rng=rng)
-            agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
-                         recall_id=recall_id)
+            if labels == "accepted":
+                agent.record(scope=corpus.scope, query=query, steps=[], cited=cited,
+                             signal={"source": "user", "accepted": True}, recall_id=recall_id)
+            else:
+                agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
+                             recall_id=recall_id)
 
         for r in range(1, rounds + 1):
             t0 = time.perf_counter()
@@ -287,6 +301,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     c.outcomes[f"same_need:{res.outcome}"] += 1
                     c.same_own_prefetch += res.outcome == "prefetch" and own
                     c.same_own_prefetch_or_hint += res.outcome in ("prefetch", "hint") and own
+                    c.same_gold_prefetch += res.outcome == "prefetch" and bool(set(gold[i.id]) & set(res.sections))
                     label(i.same_need_at(r - 1), res.recall_id, True, i)
                     log.append({"round": r, "side": i.side, "item": i.id, "kind": "same_need",
                                 "outcome": res.outcome, "reason": res.reason, "confidence": res.confidence,
@@ -336,7 +351,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
     report = {
         "corpus": corpus.name, "docs": str(corpus.docs), "sections": len(all_ids), "items": len(items),
         "items_by_side": dict(Counter(i.side for i in items)), "rounds": rows, "noise": noise, "seed": seed,
-        "limit": limit, "start_prefetch": start_prefetch, "suggestion_applied": apply, "defaults": defaults,
+        "limit": limit, "start_prefetch": start_prefetch, "suggestion_applied": apply, "labels": labels,
+        "defaults": defaults,
         "timings": timings,
         "via": via, "path": ("REST API in process (POST /api/v1/recall, /api/v1/trails)" if via == "rest" else
                              "services (cachecore.services.recall, trails.trail_record)")
@@ -363,13 +379,14 @@ def table(rows: Sequence[dict[str, Any]], side: str = HELD_OUT, *, header: bool 
     lines = []
     if header:
         lines += [f"{side}: | round | same-need own trail, prefetch | same-need own trail, prefetch or hint "
-                  "| close-but-different any prefetch (own trail) | close-but-different wrong prefetch "
-                  "| prefetch cut before → after |",
-                  "|---|---|---|---|---|---|"]
+                  "| same-need gold text (any trail) | close-but-different any prefetch (own trail) "
+                  "| close-but-different wrong prefetch | prefetch cut before → after |",
+                  "|---|---|---|---|---|---|---|"]
     for row in rows:
         f = row["sides"][side]
         lines.append(f"| {row['round']} | {_pct(f['same_need_own_prefetch'])} | "
-                     f"{_pct(f['same_need_own_prefetch_or_hint'])} | {_pct(f['close_any_prefetch'])} "
+                     f"{_pct(f['same_need_own_prefetch_or_hint'])} | {_pct(f['same_need_gold_prefetch'])} | "
+                     f"{_pct(f['close_any_prefetch'])} "
                      f"({f['close_prefetch_own_trail']}) | {_pct(f['close_wrong_prefetch'])} | "
                      f"{row['prefetch_cut_before']:.2f} → "
                      f"{row['prefetch_cut_after']:.2f} |")
@@ -428,6 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="recall and record over the REST API in process (default) or the services")
     parser.add_argument("--keep-cut", action="store_true",
                         help="never apply the suggestion: the per-trail boundaries alone learn from the labels")
+    parser.add_argument("--labels", choices=LABELS, default="pending",
+                        help="the agent's records: pending in a scope of their own (default), or accepted "
+                        "in the recall's scope, as the README's loop records an answer (they become trails)")
     parser.add_argument("--start-prefetch", type=float, default=None,
                         help="the tenant's prefetch confidence before any label (default: the shipped one)")
     args = parser.parse_args(argv)
@@ -442,9 +462,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not corpus.available():
         print(f"{corpus.docs} is missing: install Debian's {corpus.package}", file=sys.stderr)
         return 2
-    out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}"
+    suffix = "" if args.labels == "pending" else f"-{args.labels}"
+    out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}{suffix}"
     report = replay(corpus=corpus, rounds=args.rounds, noise=args.noise, seed=args.seed, out=out,
-                    limit=args.limit, start_prefetch=args.start_prefetch, via=args.via, apply=not args.keep_cut)
+                    limit=args.limit, start_prefetch=args.start_prefetch, via=args.via, apply=not args.keep_cut,
+                    labels=args.labels)
     print()
     for side in SIDES:
         print(table(report["rounds"], side))

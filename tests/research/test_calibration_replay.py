@@ -124,3 +124,23 @@ def test_round_counts_figures_are_proportions():
     assert f["same_need_own_prefetch_or_hint"]["k"] == 3
     assert f["close_any_prefetch"]["rate"] == 0.5
     assert f["close_answered_own_prefetch"]["rate"] is None
+
+
+def test_labels_recorded_as_accepted_answers_become_trails_that_serve_the_question_again(django_db_blocker):
+    """``--labels accepted``: the agent records as the README's loop does (the recall's scope, an
+    accepted signal), so round 3, which asks round 1's same-need questions again, finds each one's
+    own recorded trail: never a miss, always the gold section (noise 0)."""
+    corpus = Corpus("celery", CELERY_DOCS, (PAGE,), "celery", "python-celery-doc", celery_items)
+    with pytest.raises(ValueError, match="labels"):
+        replay(corpus=corpus, rounds=1, noise=0.0, seed=3, out=None, limit=LIMIT, labels="bogus")
+    with django_db_blocker.unblock():
+        report = replay(corpus=corpus, rounds=3, noise=0.0, seed=3, out=None, limit=LIMIT, plot_png=False,
+                        via="services", labels="accepted")
+    assert report["labels"] == "accepted"
+    again = [x for x in report["recalls"] if x["round"] == 3 and x["kind"] == "same_need"]
+    assert len(again) == LIMIT
+    assert all(x["right"] and x["outcome"] != "miss" for x in again), again
+    for row in report["rounds"]:
+        for f in row["sides"].values():
+            gold = f["same_need_gold_prefetch"]
+            assert f["same_need_own_prefetch"]["k"] <= gold["k"] <= gold["n"]
