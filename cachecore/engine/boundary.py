@@ -22,6 +22,12 @@ evidence than the tenant-wide rate (vCache's per-entry threshold). Never under t
 cut, and a negative like the query still holds the trail back. A single label is not a bound:
 one flipped label serves one question's wrong text until a record that cites other sections
 sets a negative beside it.
+
+The question a trail was recorded for is a positive of its own: the trail is served only after a
+positive signal for that question (user, caller or the verifier), as if its text had been
+offered at confidence 1 and cited. So the very question asked again (``decide``'s
+``same_question``: verbatim, or the same words put another way) is served above
+``OWN_QUESTION_BAR`` while prefetch is paused, and a negative like it holds the trail back.
 """
 
 from __future__ import annotations
@@ -88,6 +94,10 @@ def positive_bar(confidence: float) -> float:
     return min(1.0, max(0.0, confidence - RECOVERY_MARGIN))
 
 
+# The bar of the positive a trail's own recorded question is: cited at confidence 1.
+OWN_QUESTION_BAR = positive_bar(1.0)
+
+
 def negative_bar(confidence: float) -> float:
     """The bar a negative sets: its own confidence (a near repeat must be surer to be served)."""
     return min(1.0, max(0.0, confidence))
@@ -133,10 +143,13 @@ def exemplar_bars(exemplars: Iterable[tuple[float, float, bool]], *,
 
 
 def prefetch_cut(*, prefetch_confidence: float, hint_confidence: float, paused: bool,
-                 cited: float | None) -> float | None:
+                 cited: float | None, own_question: bool = False) -> float | None:
     """The confidence a trail's text needs for a query: the tenant's cut, lowered to the trail's
     cited bar for the question it was cited for (never under the hint cut); None when prefetch is
-    paused tenant-wide and no positive speaks for the trail."""
+    paused tenant-wide and no positive speaks for the trail. ``own_question``: the query is the
+    question the trail was recorded for, a positive at ``OWN_QUESTION_BAR``."""
+    if own_question:
+        cited = OWN_QUESTION_BAR if cited is None else min(cited, OWN_QUESTION_BAR)
     if cited is not None:
         own = max(cited, hint_confidence)
         return own if paused else min(prefetch_confidence, own)

@@ -18,7 +18,9 @@ threshold, band and margin lives here:
   no candidate reaches ``hint_confidence``;
 - while a candidate's sections have no chunks yet (just upserted), the two questions' cosine
   stands in for their coverage, and a would-be prefetch or grey-band answer is a hint with
-  ``coverage_pending``; a tenant whose operating point is paused answers hints only.
+  ``coverage_pending``; a tenant whose operating point is paused answers hints only, except
+  where a positive speaks for the trail: an agent cited it for this very question before, or the
+  query is the question it was recorded for (engine/boundary.py).
 """
 
 from __future__ import annotations
@@ -442,9 +444,11 @@ def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: b
 
 def _cut(policy: Policy, scored: Scored) -> float | None:
     """The confidence this candidate's text needs (engine/boundary.prefetch_cut); None: none
-    will do, prefetch is paused and nothing speaks for the trail."""
+    will do, prefetch is paused and nothing speaks for the trail (neither a positive nor the
+    query being the question the trail was recorded for)."""
     return prefetch_cut(prefetch_confidence=policy.prefetch_confidence, hint_confidence=policy.hint_confidence,
-                        paused=policy.prefetch_paused, cited=scored.candidate.cited_bar)
+                        paused=policy.prefetch_paused, cited=scored.candidate.cited_bar,
+                        own_question=scored.same_question)
 
 
 def _confident_for(policy: Policy, scored: Scored, *, prefetch: bool) -> bool:

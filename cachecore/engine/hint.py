@@ -12,8 +12,8 @@ _CAUTION = {
     "not_cited_before": "When served as text before, these were not what the answer needed: search as well.",
     "coverage_pending": "These sections were just added and are still being indexed: read them and check "
     "they answer this question.",
-    "prefetch_paused": "This tenant serves hints only until its agents' citations show a safe prefetch "
-    "confidence: read these if they answer the question.",
+    "prefetch_paused": "This tenant serves hints only (but for questions asked again) until its agents' "
+    "citations show a safe prefetch confidence: read these if they answer the question.",
 }
 
 

@@ -4,6 +4,7 @@ from cachecore.models import RecallEvent
 from cachecore.services.calibration import operating_point_apply, operating_points_auto_apply
 from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
+from tests.api.acme import SAME_NEED
 
 TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory.",
         "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_LEVEL to change the level."}
@@ -106,9 +107,11 @@ def test_no_cut_meeting_the_target_pauses_prefetch_and_recall_answers_hints_only
     assert applied is not None and caller.tenant.prefetch_paused
     entry = AuditEntry.objects.get(tenant=caller.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.details["prefetch_paused"] == {"old": False, "new": True} and entry.details["move"] == "pause"
-    paused = caller.recall(QUERY)
+    paused = caller.recall(SAME_NEED)
     assert (paused["outcome"], paused["reason"]) == ("hint", "prefetch_paused")
     assert all("text" not in s for s in paused["sections"]) and "hints only" in paused["hint"]
+    # The very question the trail was recorded for is a positive of its own: served over the pause.
+    assert caller.recall(QUERY)["outcome"] == "prefetch"
     # Nothing more to do while the labels say the same.
     assert operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:x")) is None
     # The tenant declares its agents leave a tenth of right sections uncited: prefetch resumes.
@@ -119,7 +122,7 @@ def test_no_cut_meeting_the_target_pauses_prefetch_and_recall_answers_hints_only
     _labels(caller.tenant, trail["trail_id"], [(0.95, True)] * 540 + [(0.95, False)] * 60)
     resumed = operating_point_apply(caller=tenant_caller(caller.tenant, actor_label="operator:admin@example.com"))
     assert resumed is not None and resumed.move.value == "resume" and not caller.tenant.prefetch_paused
-    assert caller.recall(QUERY)["outcome"] == "prefetch"
+    assert caller.recall(SAME_NEED)["outcome"] == "prefetch"
 
 
 def test_rounds_of_labels_through_the_service_move_the_cut_only_on_evidence(caller):

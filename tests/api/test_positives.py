@@ -40,6 +40,22 @@ def test_a_cited_hint_serves_the_same_question_again_while_prefetch_is_paused(ca
         assert answer["outcome"] != "prefetch", (other, answer)
 
 
+def test_the_question_a_trail_was_recorded_for_is_served_while_prefetch_is_paused(caller):
+    """The trail was recorded, with a positive signal, for this very question: that is a positive
+    of its own, as an agent's citation for it would be. A rewording stays paused, and an offer
+    the agent leaves uncited for other sections holds the trail back for it."""
+    caller.upsert(TEXT)
+    trail = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
+    _paused(caller)
+    again = caller.recall(QUERY)
+    assert (again["outcome"], again["reason"], again["trail_id"]) == ("prefetch", "match", trail), again
+    assert [s.get("text") for s in again["sections"]] == [TEXT["doc#config"]]
+    assert caller.recall(SAME_NEED)["reason"] == "prefetch_paused"
+    caller.record(query=QUERY, cited=["doc#logging"], recall_id=again["recall_id"], accepted=None)
+    held = caller.recall(QUERY)
+    assert (held["outcome"], held["reason"], held["trail_id"]) == ("hint", "not_cited_before", trail), held
+
+
 def test_an_uncited_offer_of_the_same_question_holds_the_trail_back_again(caller):
     caller.upsert(TEXT)
     trail = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]

@@ -72,6 +72,19 @@ def test_the_prefetch_cut_a_cited_bar_lowers_and_a_pause_withholds():
     assert prefetch_cut(**kw, paused=True, cited=0.05) == 0.17      # never under the hint cut
 
 
+def test_the_question_a_trail_was_recorded_for_is_a_positive_of_its_own():
+    from cachecore.engine.boundary import OWN_QUESTION_BAR, positive_bar, prefetch_cut
+
+    kw = {"prefetch_confidence": 0.88, "hint_confidence": 0.17}
+    # Cited at confidence 1 when it was recorded: its bar is a positive's at 1.
+    assert OWN_QUESTION_BAR == positive_bar(1.0) == 1.0 - RECOVERY_MARGIN
+    assert prefetch_cut(**kw, paused=True, cited=None, own_question=True) == OWN_QUESTION_BAR
+    assert prefetch_cut(**kw, paused=False, cited=None, own_question=True) == 0.88
+    # A lower positive of its own still counts; the tenant's cut still caps it.
+    assert prefetch_cut(**kw, paused=True, cited=0.6, own_question=True) == 0.6
+    assert prefetch_cut(**kw, paused=False, cited=0.6, own_question=True) == 0.6
+
+
 def test_the_cited_offer_is_the_first_offered_trail_whose_sections_the_record_cited():
     offered, confidences = ["best", "merged", "rival"], [0.91, 0.89, 0.84]
     assert cited_offer(offered, confidences, {"best", "rival"}, decided_confidence=0.91) == ("best", 0.91)

@@ -189,6 +189,27 @@ def test_a_paused_tenant_answers_hints_only():
     assert grey.reason is Reason.LOW_CONFIDENCE
 
 
+def test_the_question_a_trail_was_recorded_for_is_served_over_a_pause():
+    from dataclasses import replace
+
+    paused = replace(POLICY, prefetch_paused=True)
+    own = cand("t1", 0.99, cited("a"), question=QUERY)
+    d = run(own, policy=paused)
+    assert (d.outcome, d.reason, d.served_ids) == (Outcome.PREFETCH, Reason.MATCH, ["a"])
+    # The same question in other words ("how can i" for "how do i") is that question too.
+    reworded = run(own, policy=paused, query="how can i install acme on debian")
+    assert (reworded.outcome, reworded.confidence) == (Outcome.PREFETCH, 1.0)
+    # Another trail recorded for the same question joins as text; one that is not stays out.
+    both = run(own, cand("t2", 0.99, cited("b"), question=QUERY), cand("t3", 0.985, cited("c")), policy=paused)
+    assert both.outcome is Outcome.PREFETCH and both.served_ids == ["a", "b"] and both.trails == ["t1", "t2"]
+    # A negative like the query (its text went uncited for this question) still holds it back.
+    blocked = run(replace(own, boundary=1.0), policy=paused)
+    assert (blocked.outcome, blocked.reason) == (Outcome.HINT, Reason.NOT_CITED_BEFORE)
+    # Any other question stays paused, however confident.
+    other = run(cand("t1", 0.99, cited("a")), policy=paused)
+    assert (other.outcome, other.reason) == (Outcome.HINT, Reason.PREFETCH_PAUSED)
+
+
 def test_a_trail_cited_before_for_this_question_is_served_over_a_pause_a_higher_cut_and_a_rival():
     from dataclasses import replace
 
