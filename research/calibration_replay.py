@@ -273,14 +273,20 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                 cited=gold[i.id], signal={"source": "caller", "accepted": True})
         timings["record_s"] = round(time.perf_counter() - t0, 1)
 
-        def label(query: str, recall_id: str, cites_gold: bool, item: Item, answer: Sequence[str] = ()) -> None:
+        # Which item's question each trail the cache may serve was recorded for: "<item>:question" for
+        # the items' own trails, "<item>:<kind>" for the labels recorded as trails (--labels accepted).
+        recorded = {t: f"{i}:question" for i, t in trail_of.items()}
+
+        def label(query: str, recall_id: str, cites_gold: bool, item: Item, answer: Sequence[str] = (),
+                  kind: str = "same_need") -> None:
             if rng.random() < noise:
                 cites_gold = not cites_gold
             cited = agent_citation(gold[item.id], answer, cites_gold=cites_gold, known=known,
                                    ids_by_page=ids_by_page, all_ids=all_ids, rng=rng)
             if labels == "accepted":
-                agent.record(scope=corpus.scope, query=query, steps=[], cited=cited,
-                             signal={"source": "user", "accepted": True}, recall_id=recall_id)
+                made = agent.record(scope=corpus.scope, query=query, steps=[], cited=cited,
+                                    signal={"source": "user", "accepted": True}, recall_id=recall_id)
+                recorded[made] = f"{item.id}:{kind}"
             else:
                 agent.record(scope=corpus.scope + "-labels", query=query, steps=[], cited=cited, signal=None,
                              recall_id=recall_id)
@@ -305,7 +311,8 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     label(i.same_need_at(r - 1), res.recall_id, True, i)
                     log.append({"round": r, "side": i.side, "item": i.id, "kind": "same_need",
                                 "outcome": res.outcome, "reason": res.reason, "confidence": res.confidence,
-                                "own": own, "right": own or bool(set(gold[i.id]) & set(res.sections))})
+                                "own": own, "right": own or bool(set(gold[i.id]) & set(res.sections)),
+                                "served": [recorded.get(t, "?") for t in res.served()]})
                     bar.step()
             rng.shuffle(order)
             with Progress(f"round {r} close-but-different", len(order)) as bar:
@@ -329,12 +336,14 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                             c.close_prefetch_wrong += not ({a for a in close.answer if a in known}
                                                            & set(res.sections))
                             c.false_by_kind[close.kind] += 1
-                    label(close.question, res.recall_id, close.answered_by_source, i, close.answer)
+                    label(close.question, res.recall_id, close.answered_by_source, i, close.answer,
+                          kind=f"close:{close.kind}")
                     named = set(gold[i.id]) if close.answered_by_source else {a for a in close.answer if a in known}
                     log.append({"round": r, "side": i.side, "item": i.id, "kind": f"close:{close.kind}",
                                 "answered_by_source": close.answered_by_source, "outcome": res.outcome,
                                 "reason": res.reason, "confidence": res.confidence, "own": own,
-                                "right": bool(named & set(res.sections)) if named else None})
+                                "right": bool(named & set(res.sections)) if named else None,
+                                "served": [recorded.get(t, "?") for t in res.served()]})
                     bar.step()
             tenant.refresh_from_db()
             suggestion = suggestion_as_dict(operating_point(caller=as_tenant), tenant=tenant)
