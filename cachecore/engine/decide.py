@@ -234,6 +234,9 @@ class RecallDecision:
     stale_trail_ids: list[str] = field(default_factory=list)
     # Every candidate that qualified, with its confidence (for the log and the studies).
     scored: list[Scored] = field(default_factory=list)
+    # The query is the question the answer's trail was recorded for (``Scored.same_question``):
+    # that rule decided the answer, not the prefetch cut (the operating point leaves it out).
+    same_question: bool = False
 
 
 def verified_state(cited: Cited) -> SectionState:
@@ -421,7 +424,7 @@ def decide(
         similarity=round(best.candidate.similarity, 4),
         coverage=round(best.coverage, 4) if best.coverage is not None else None,
         escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),
-        stale_trail_ids=stale, scored=live,
+        stale_trail_ids=stale, scored=live, same_question=best.same_question,
     )
     # A coverage_pending hint names the best trail's sections only: the others' evidence is as
     # much a stand-in as its own until the chunks are ready.

@@ -36,9 +36,10 @@ CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
     # The engine's own read of the whole tenant's recall log (for ``operating_point``).
     """(confidence, cited) of the most recent labelled recalls still in the log (served or
-    shadow) whose answer the cut decided, at most ``MAX_LABELS``."""
+    shadow) whose answer the cut decided, at most ``MAX_LABELS``: not a question asked again that
+    its trail was recorded for (served over any cut, so its label says nothing about one)."""
     rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False,
-                                       reason__in=[r.value for r in CUT_REASONS])
+                                       reason__in=[r.value for r in CUT_REASONS], asked_again=False)
             .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))
             .order_by("-created_at").values_list("confidence", "offered_cited")[:MAX_LABELS])
     return [(float(c), bool(cited)) for c, cited in rows]

@@ -1,6 +1,7 @@
 """The operating point from the agents' citations, and savings, through the API and services."""
 
 from cachecore.models import RecallEvent
+from cachecore.services import recall_log
 from cachecore.services.calibration import operating_point_apply, operating_points_auto_apply
 from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
@@ -172,3 +173,21 @@ def test_only_answers_the_cut_decides_are_labels_for_it(caller):
     ])
     # A hint the cut did not decide (a guard, a bar, pending chunks) would be a hint at any cut.
     assert len(calibration_labels(tenant=caller.tenant)) == 3
+
+
+def test_the_question_a_trail_was_recorded_for_asked_again_is_no_label_for_the_cut(caller):
+    """Its answer is decided by that rule (confidence 1, served over any cut and a pause), not by
+    the cut: repeat traffic, cited every time, must not make a cut look safe for rewordings."""
+    from cachecore.services.calibration import calibration_labels
+
+    caller.upsert(TEXT)
+    caller.record(query=QUERY, cited=["doc#config"])
+    for query in (QUERY, SAME_NEED):
+        answer = caller.recall(query)
+        assert answer["outcome"] == "prefetch", answer
+        caller.record(query=query, cited=["doc#config"], recall_id=answer["recall_id"], accepted=None)
+    recall_log.flush()
+    logged = dict(RecallEvent.objects.filter(tenant=caller.tenant).values_list("query", "asked_again"))
+    assert logged == {QUERY: True, SAME_NEED: False}
+    labels = calibration_labels(tenant=caller.tenant)
+    assert len(labels) == 1 and labels[0][0] < 1.0

@@ -41,7 +41,8 @@ def _write_params(tenant, **overrides) -> dict:
             "trail_confidences": [], "scope": "default", "query": "q", "subject": "", "trail": None,
             "outcome": "miss", "shadow_outcome": "",
             "miss_reason": "no_candidate", "reason": "no_match", "confidence": 0.0, "similarity": 0.0,
-            "coverage": 0.0, "escalated": False, "latency": 1.0, "served": [], "offered": [], **overrides}
+            "coverage": 0.0, "escalated": False, "asked_again": False, "latency": 1.0, "served": [], "offered": [],
+            **overrides}
 
 
 class _RowLock:
