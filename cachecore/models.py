@@ -342,8 +342,9 @@ class RecallEvent(models.Model):
     similarity = models.FloatField(null=True)
     coverage = models.FloatField(null=True)
     escalated = models.BooleanField(default=False)
-    # The query was the question the answer's trail was recorded for (verbatim or restated): the
-    # answer was that rule's, not the prefetch cut's, so its label says nothing about the cut.
+    # The query asked the answer's trail's question again: the one it was recorded for (verbatim
+    # or restated) or one an agent cited it for before. The trail's own evidence decided the
+    # answer, not the prefetch cut, so its label says nothing about the cut.
     asked_again = models.BooleanField(default=False, db_default=False)
     latency_ms = models.FloatField()
     served_ids = ArrayField(models.CharField(max_length=512), default=list, blank=True)

@@ -234,9 +234,11 @@ class RecallDecision:
     stale_trail_ids: list[str] = field(default_factory=list)
     # Every candidate that qualified, with its confidence (for the log and the studies).
     scored: list[Scored] = field(default_factory=list)
-    # The query is the question the answer's trail was recorded for (``Scored.same_question``):
-    # that rule decided the answer, not the prefetch cut (the operating point leaves it out).
-    same_question: bool = False
+    # The query asks the answer's trail's question again: the one it was recorded for
+    # (``Scored.same_question``) or one an agent cited it for before (a positive's bar met). The
+    # trail's own evidence decided the answer, not the prefetch cut (the operating point leaves
+    # its label out).
+    asked_again: bool = False
 
 
 def verified_state(cited: Cited) -> SectionState:
@@ -424,7 +426,7 @@ def decide(
         similarity=round(best.candidate.similarity, 4),
         coverage=round(best.coverage, 4) if best.coverage is not None else None,
         escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),
-        stale_trail_ids=stale, scored=live, same_question=best.same_question,
+        stale_trail_ids=stale, scored=live, asked_again=best.same_question or cited_before,
     )
     # A coverage_pending hint names the best trail's sections only: the others' evidence is as
     # much a stand-in as its own until the chunks are ready.

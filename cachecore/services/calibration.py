@@ -36,8 +36,9 @@ CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
 def calibration_labels(*, tenant: Tenant) -> list[tuple[float, bool]]:
     # The engine's own read of the whole tenant's recall log (for ``operating_point``).
     """(confidence, cited) of the most recent labelled recalls still in the log (served or
-    shadow) whose answer the cut decided, at most ``MAX_LABELS``: not a question asked again that
-    its trail was recorded for (served over any cut, so its label says nothing about one)."""
+    shadow) whose answer the cut decided, at most ``MAX_LABELS``: not a question asked again (its
+    trail's own question, or one an agent cited it for: served over the cut, so its label says
+    nothing about it)."""
     rows = (RecallEvent.objects.filter(tenant=tenant, offered_cited__isnull=False, confidence__isnull=False,
                                        reason__in=[r.value for r in CUT_REASONS], asked_again=False)
             .filter(Q(outcome__in=["prefetch", "hint"]) | ~Q(shadow_outcome=""))

@@ -228,7 +228,7 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
         # Shadow rows keep the decision's own reason (shadow_outcome marks them).
         "reason": str(decision.reason),
         "confidence": decision.confidence, "similarity": decision.similarity,
-        "coverage": decision.coverage, "escalated": decision.escalated, "asked_again": decision.same_question,
+        "coverage": decision.coverage, "escalated": decision.escalated, "asked_again": decision.asked_again,
         "latency": latency_ms,
         "served": [] if shadow else decision.served_ids, "offered": [s["id"] for s in decision.sections],
     })

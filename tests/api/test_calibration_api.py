@@ -175,9 +175,10 @@ def test_only_answers_the_cut_decides_are_labels_for_it(caller):
     assert len(calibration_labels(tenant=caller.tenant)) == 3
 
 
-def test_the_question_a_trail_was_recorded_for_asked_again_is_no_label_for_the_cut(caller):
-    """Its answer is decided by that rule (confidence 1, served over any cut and a pause), not by
-    the cut: repeat traffic, cited every time, must not make a cut look safe for rewordings."""
+def test_a_question_asked_again_is_no_label_for_the_cut(caller):
+    """The question a trail was recorded for (confidence 1, served over any cut and a pause), or
+    one an agent cited it for before (a positive): the trail's own evidence decides those, not
+    the cut, and repeat traffic cited every time must not make a cut look safe for rewordings."""
     from cachecore.services.calibration import calibration_labels
 
     caller.upsert(TEXT)
@@ -186,8 +187,12 @@ def test_the_question_a_trail_was_recorded_for_asked_again_is_no_label_for_the_c
         answer = caller.recall(query)
         assert answer["outcome"] == "prefetch", answer
         caller.record(query=query, cited=["doc#config"], recall_id=answer["recall_id"], accepted=None)
+    # The rewording, cited, is a positive now: asked again, its trail is served from that bar.
+    again = caller.recall(SAME_NEED)
+    assert again["outcome"] == "prefetch", again
+    caller.record(query=SAME_NEED, cited=["doc#config"], recall_id=again["recall_id"], accepted=None)
     recall_log.flush()
-    logged = dict(RecallEvent.objects.filter(tenant=caller.tenant).values_list("query", "asked_again"))
-    assert logged == {QUERY: True, SAME_NEED: False}
+    logged = sorted(RecallEvent.objects.filter(tenant=caller.tenant).values_list("query", "asked_again"))
+    assert logged == sorted([(QUERY, True), (SAME_NEED, False), (SAME_NEED, True)])
     labels = calibration_labels(tenant=caller.tenant)
     assert len(labels) == 1 and labels[0][0] < 1.0

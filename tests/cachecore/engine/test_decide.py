@@ -208,6 +208,10 @@ def test_the_question_a_trail_was_recorded_for_is_served_over_a_pause():
     # Any other question stays paused, however confident.
     other = run(cand("t1", 0.99, cited("a")), policy=paused)
     assert (other.outcome, other.reason) == (Outcome.HINT, Reason.PREFETCH_PAUSED)
+    # The answer says which it was (the operating point leaves questions asked again out).
+    assert d.asked_again and reworded.asked_again and not other.asked_again
+    assert run(replace(cand("t1", 0.85, cited("a")), cited_bar=0.6), policy=paused).asked_again
+    assert not run(cand("t1", 0.9, cited("a"))).asked_again
 
 
 def test_a_trail_cited_before_for_this_question_is_served_over_a_pause_a_higher_cut_and_a_rival():
