@@ -42,7 +42,8 @@ def test_the_table_has_a_row_per_side_and_floor() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_one_read_is_decided_at_each_value_of_the_field(make_tenant) -> None:
-    # A question asked verbatim has confidence 1: served at a cut of 0, a hint at a cut over 1.
+    # A question asked verbatim has confidence 1: served with a hint cut of 0, nothing at a hint cut
+    # over 1 (a prefetch cut would not do: the trail's own question is served over any of them).
     from cachecore.services import recall_log
     from cachecore.services.sections import sections_upsert
     from cachecore.services.trails import trail_record
@@ -56,8 +57,8 @@ def test_one_read_is_decided_at_each_value_of_the_field(make_tenant) -> None:
     trail_record(caller=tenant_caller(tenant), scope="default", query=question, steps=[], cited=["doc#install"],
                  signal={"source": "caller", "accepted": True})
     recall_log.flush()
-    decisions = _decider(tenant, "prefetch_confidence", [0.0, 1.01])(question, "default")
-    assert [str(d.outcome) for d in decisions.values()] == ["prefetch", "hint"]
+    decisions = _decider(tenant, "hint_confidence", [0.0, 1.01])(question, "default")
+    assert [str(d.outcome) for d in decisions.values()] == ["prefetch", "miss"]
     assert decisions[0.0].confidence == decisions[1.01].confidence == 1.0
     with pytest.raises(ValueError):
         _decider(tenant, "no_such_margin", [0.0])
