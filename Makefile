@@ -57,6 +57,7 @@ eval: setup
 	$(PY) -m research.calibration_replay --corpus flask $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus pytest $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus click $(REPLAY_ARGS)
+	$(PY) -m research.calibration_replay --corpus pytest --labels accepted $(REPLAY_ARGS)
 	$(PY) -m research.near_repeats --corpus celery
 
 # Two web nodes and two Celery workers on free ports against one PostgreSQL (DATABASE_URL, else the
