@@ -15,7 +15,9 @@
 Labels of a (probe, candidate) pair: the source entry's trail is the same need for a
 paraphrase and for a twin the source section answers, a different need for other twins and
 distinct questions; another entry's trail is a different need for a paraphrase and unknown
-(left out) for twins and distinct questions, which often reword another FAQ question. With
+(left out) for twins and distinct questions, which often reword another FAQ question. A
+trail recorded for the source entry's rewording (``collect --with-rewordings``) is labelled as
+the source's own. With
 ``fit --answers``, the rows of a hard set whose close questions name the sections that answer
 them (Celery's, Flask's) are labelled by those sections instead, every trail of them.
 Research only: product code never imports this module.
@@ -161,11 +163,18 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
     return out
 
 
-def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR) -> Path:
+def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
+                   with_rewordings: bool = False) -> Path:
     """``collect`` for a replay corpus of ``research.corpora`` (``celery``, ``flask``): one trail per item
     citing its gold section, then every same-need rewording (kind ``paraphrase``) and every
     close-but-different question (kind ``twin``, with ``answered_by_source``) recalled with
-    ``explain``. Rows in ``collect``'s shape; the group is the item (its side: its topic's)."""
+    ``explain``. Rows in ``collect``'s shape; the group is the item (its side: its topic's).
+
+    ``with_rewordings``: the tenant also holds, for each item, a trail recorded for its first
+    rewording (citing the gold, as an agent's accepted answer would), as a tenant whose cache
+    grew with its users' words does; the probes are then the items' other rewordings and their
+    close questions. Each row lists the item's trails (``item_trails``), and a candidate that
+    is one of them has ``recorded_rewording`` set when it is not the item's own question."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -183,7 +192,12 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
         caller = tenant_caller(tenant)
         trail_of = record_items(tenant, corpus, items, ids)
         item_of_trail = {t: g for g, t in trail_of.items()}
-        probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need] + [
+        reworded: dict[str, str] = {}
+        if with_rewordings:
+            reworded = record_rewordings(tenant, corpus, items, ids)
+            item_of_trail.update({t: g for g, t in reworded.items()})
+        skip = 1 if with_rewordings else 0
+        probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need[skip:]] + [
             (i, "twin", c.question, c.answered_by_source) for i in items for c in i.close]
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
@@ -194,17 +208,33 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR)
                 fh.write(json.dumps({
                     "set": name, "group": item.id, "side": item.side, "kind": kind, "query": query,
                     "answered_by_source": answered, "source_trail": source,
+                    "item_trails": [source, *([reworded[item.id]] if item.id in reworded else [])],
                     "outcome": str(r.outcome), "reason": str(r.reason), "confidence": r.confidence,
                     "trail_id": r.trail_id, "trails": r.trails, "similarity": r.similarity,
                     "served_source": r.trail_id == source,
                     "candidates": [
-                        {**c, "entry": item_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source}
+                        {**c, "entry": item_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source,
+                         "recorded_rewording": c["trail_id"] in reworded.values()}
                         for c in (result.diagnostics.explain or [])],
                 }) + "\n")
                 bar.step()
     finally:
         Tenant.objects.filter(pk=tenant.pk).delete()
     return out
+
+
+def record_rewordings(tenant: object, corpus: Any, items: Sequence[Any], known: set[str]) -> dict[str, str]:
+    """For each item, a trail recorded for its first same-need rewording, citing its gold
+    sections, with an accepted user signal and no steps (an agent's answer recorded after a
+    recall, as the README's loop records one). Returns item id → trail id."""
+    from cachecore.services.trails import trail_record
+    from tenants.caller import tenant_caller
+
+    caller = tenant_caller(tenant, actor_label="research:match_calibration")
+    return {i.id: str(trail_record(caller=caller, scope=corpus.scope, query=i.same_need[0], steps=[],
+                                   cited=[g for g in i.gold if g in known],
+                                   signal={"source": "user", "accepted": True}).pk)
+            for i in items if i.same_need}
 
 
 # ---- fitting (pure numpy) ---------------------------------------------------------------------
@@ -219,7 +249,7 @@ def pair_label(row: dict[str, Any], cand: dict[str, Any]) -> int | None:
     every candidate."""
     if "right_entries" in row:
         return int(cand.get("entry") in row["right_entries"])
-    if cand.get("is_source"):
+    if cand.get("is_source") or (cand.get("recorded_rewording") and cand.get("entry") == row.get("group")):
         return int(row["answered_by_source"]) if row["kind"] != "distinct" else 0
     if row["kind"].startswith("paraphrase"):
         return 0
@@ -230,7 +260,7 @@ def should_serve(row: dict[str, Any], trail_id: str | None) -> bool | None:
     """Whether serving ``trail_id`` to this probe is right (True), wrong (False) or unknown."""
     if trail_id is None:
         return None
-    if row.get("source_trail") == trail_id:
+    if trail_id in row.get("item_trails", [row.get("source_trail")]):
         return bool(row["answered_by_source"]) and row["kind"] != "distinct"
     return False if row["kind"].startswith("paraphrase") else None
 
@@ -634,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     c.add_argument("--defaults", action="store_true", help="recall at the tenant's settings (no low floor)")
     c.add_argument("--keep-tenant", action="store_true")
+    c.add_argument("--with-rewordings", action="store_true",
+                   help="the tenant also holds a trail recorded for each item's first rewording (not the FAQ)")
     c.add_argument("--corpus", default="faq", choices=sorted(CORPORA),
                    help="faq: the Python docs FAQ set; celery, flask: the replay's hard sets")
     rp = sub.add_parser("report")
@@ -676,10 +708,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         django.setup()
         from research.evaluation.harness import parse_overrides
 
+        if args.with_rewordings and args.corpus == "faq":
+            parser.error("--with-rewordings: a replay corpus only (celery, flask, pytest, click), not the FAQ set")
         floor = None if args.defaults else COLLECT_FLOOR
-        rows_out = args.out or default_rows(args.corpus)
+        rows_out = args.out or default_rows(args.corpus + ("-rewordings" if args.with_rewordings else ""))
         if args.corpus != "faq":
-            out = collect_corpus(args.corpus, rows_out, floor=floor)
+            out = collect_corpus(args.corpus, rows_out, floor=floor, with_rewordings=args.with_rewordings)
         else:
             out = collect(parse_overrides(args.set), rows_out, floor=floor, keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")

@@ -217,3 +217,25 @@ def test_with_answers_another_trail_that_does_not_answer_a_close_probe_counts_ag
     # Labelled, the 50 wrong ones (0.801 … 0.899) do: 0.89 serves 5 of them (0.891 … 0.899), 0.90 none.
     assert choose_bands([twin(i, answers=True) for i in range(100)] + paraphrases, score,
                         target_false=0.03)[0] == 0.9
+
+
+def test_a_trail_recorded_for_the_items_rewording_is_labelled_as_the_items_own() -> None:
+    """``collect --with-rewordings``: the item's recorded rewording is the same need for its other
+    rewordings and for a close question its gold answers, a different one for the others;
+    served to a probe it counts as the item's own trail."""
+    from research.match_calibration import pair_label, should_serve
+
+    para = {"set": "flask", "group": "i1", "kind": "paraphrase", "answered_by_source": True,
+            "source_trail": "t1", "item_trails": ["t1", "r1"]}
+    twin = {**para, "kind": "twin", "answered_by_source": False}
+    answered_twin = {**twin, "answered_by_source": True}
+    mine = {"entry": "i1", "recorded_rewording": True}
+    assert pair_label(para, mine) == 1 and pair_label(twin, mine) == 0 and pair_label(answered_twin, mine) == 1
+    # Another item's recorded rewording: as another item's trail.
+    theirs = {"entry": "i2", "recorded_rewording": True}
+    assert pair_label(para, theirs) == 0 and pair_label(twin, theirs) is None
+    assert should_serve(para, "r1") is True and should_serve(twin, "r1") is False
+    assert should_serve(para, "r2") is False and should_serve(twin, "r2") is None
+    # Rows collected without recorded rewordings: only the source trail is the item's.
+    plain = {k: v for k, v in twin.items() if k != "item_trails"}
+    assert should_serve(plain, "t1") is False and should_serve(plain, "r1") is None
