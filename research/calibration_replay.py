@@ -303,15 +303,16 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                     res = agent.recall(scope=corpus.scope, query=i.same_need_at(r - 1))
                     c = counts[i.side]
                     own = trail_of[i.id] in res.served()
+                    gold_named = bool(set(gold[i.id]) & set(res.sections))
                     c.same_need += 1
                     c.outcomes[f"same_need:{res.outcome}"] += 1
                     c.same_own_prefetch += res.outcome == "prefetch" and own
                     c.same_own_prefetch_or_hint += res.outcome in ("prefetch", "hint") and own
-                    c.same_gold_prefetch += res.outcome == "prefetch" and bool(set(gold[i.id]) & set(res.sections))
+                    c.same_gold_prefetch += res.outcome == "prefetch" and gold_named
                     label(i.same_need_at(r - 1), res.recall_id, True, i)
                     log.append({"round": r, "side": i.side, "item": i.id, "kind": "same_need",
                                 "outcome": res.outcome, "reason": res.reason, "confidence": res.confidence,
-                                "own": own, "right": own or bool(set(gold[i.id]) & set(res.sections)),
+                                "own": own, "right": own or gold_named,
                                 "served": [recorded.get(t, "?") for t in res.served()]})
                     bar.step()
             rng.shuffle(order)

@@ -196,21 +196,27 @@ def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> s
     return ids
 
 
-def record_items(tenant: object, corpus: Corpus, items: Sequence[Item], known: set[str]) -> dict[str, str]:
+def record_items(tenant: object, corpus: Corpus, items: Sequence[Item], known: set[str], *,
+                 rewordings: bool = False) -> dict[str, str]:
     """One trail per item in ``tenant``, in the corpus's scope: the item's question, citing its
     gold sections that are in the corpus (``known``) as the search that returned them, accepted
-    by the caller. Returns item id → trail id."""
+    by the caller. ``rewordings``: its first same-need rewording instead, recorded as an agent's
+    accepted answer after a recall (no steps, the user's signal, as the README's loop records
+    one), for the items that have one. Returns item id → trail id."""
     from cachecore.services.trails import trail_record
     from tenants.caller import tenant_caller
 
     caller = tenant_caller(tenant, actor_label="research:corpora")
     trail_of: dict[str, str] = {}
     for i in items:
+        if rewordings and not i.same_need:
+            continue
         gold = [g for g in i.gold if g in known]
-        trail_of[i.id] = str(trail_record(
-            caller=caller, scope=corpus.scope, query=i.question,
-            steps=[{"tool": "search", "args": {"q": i.question}, "returned": gold}],
-            cited=gold, signal={"source": "caller", "accepted": True}).pk)
+        query = i.same_need[0] if rewordings else i.question
+        steps = [] if rewordings else [{"tool": "search", "args": {"q": query}, "returned": gold}]
+        signal = {"source": "user" if rewordings else "caller", "accepted": True}
+        trail_of[i.id] = str(trail_record(caller=caller, scope=corpus.scope, query=query, steps=steps,
+                                          cited=gold, signal=signal).pk)
     return trail_of
 
 

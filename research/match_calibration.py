@@ -192,10 +192,9 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
         caller = tenant_caller(tenant)
         trail_of = record_items(tenant, corpus, items, ids)
         item_of_trail = {t: g for g, t in trail_of.items()}
-        reworded: dict[str, str] = {}
-        if with_rewordings:
-            reworded = record_rewordings(tenant, corpus, items, ids)
-            item_of_trail.update({t: g for g, t in reworded.items()})
+        reworded = record_items(tenant, corpus, items, ids, rewordings=True) if with_rewordings else {}
+        item_of_trail.update({t: g for g, t in reworded.items()})
+        rewording_trails = set(reworded.values())
         skip = 1 if with_rewordings else 0
         probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need[skip:]] + [
             (i, "twin", c.question, c.answered_by_source) for i in items for c in i.close]
@@ -214,27 +213,13 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
                     "served_source": r.trail_id == source,
                     "candidates": [
                         {**c, "entry": item_of_trail.get(c["trail_id"]), "is_source": c["trail_id"] == source,
-                         "recorded_rewording": c["trail_id"] in reworded.values()}
+                         "recorded_rewording": c["trail_id"] in rewording_trails}
                         for c in (result.diagnostics.explain or [])],
                 }) + "\n")
                 bar.step()
     finally:
         Tenant.objects.filter(pk=tenant.pk).delete()
     return out
-
-
-def record_rewordings(tenant: object, corpus: Any, items: Sequence[Any], known: set[str]) -> dict[str, str]:
-    """For each item, a trail recorded for its first same-need rewording, citing its gold
-    sections, with an accepted user signal and no steps (an agent's answer recorded after a
-    recall, as the README's loop records one). Returns item id → trail id."""
-    from cachecore.services.trails import trail_record
-    from tenants.caller import tenant_caller
-
-    caller = tenant_caller(tenant, actor_label="research:match_calibration")
-    return {i.id: str(trail_record(caller=caller, scope=corpus.scope, query=i.same_need[0], steps=[],
-                                   cited=[g for g in i.gold if g in known],
-                                   signal={"source": "user", "accepted": True}).pk)
-            for i in items if i.same_need}
 
 
 # ---- fitting (pure numpy) ---------------------------------------------------------------------
