@@ -258,8 +258,8 @@ class RecallResultSerializer(serializers.Serializer):
     reason = serializers.ChoiceField(
         choices=[r.value for r in Reason], source="answer.reason",
         help_text="Why: match (prefetch); low_confidence, ambiguous, polarity, changed, unverified, hash_only, "
-        "low_coverage, not_cited_before, prefetch_paused, coverage_pending (hint); no_candidate, no_match, stale, "
-        "shadow (miss).",
+        "low_coverage, not_cited_before, nearer_wording, prefetch_paused, coverage_pending (hint); no_candidate, "
+        "no_match, stale, shadow (miss).",
     )
     confidence = serializers.FloatField(
         min_value=0, max_value=1, source="answer.confidence",

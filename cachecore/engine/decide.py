@@ -13,8 +13,9 @@ threshold, band and margin lives here:
   whose question is unrelated to the query is held to the hint cut
   (``section_route_confidence``);
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
-  and served from text, no polarity conflict, no close rival citing other sections, coverage
-  not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
+  and served from text, no polarity conflict, no close rival citing other sections, no trail
+  citing the same sections worded nearer the query and under the cut (``nearer_wording``),
+  coverage not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
   no candidate reaches ``hint_confidence``;
 - while a candidate's sections have no chunks yet (just upserted), the two questions' cosine
   stands in for their coverage, and a would-be prefetch or grey-band answer is a hint with
@@ -62,6 +63,8 @@ class Reason(StrEnum):
     HASH_ONLY = "hash_only"            # hint: sections kept by hash only, no text here
     LOW_COVERAGE = "low_coverage"      # hint (escalated): the sections cover the query poorly
     NOT_CITED_BEFORE = "not_cited_before"  # hint: this trail's text went uncited at this confidence
+    # hint: a trail citing the same sections, worded nearer the query, was not confident
+    NEARER_WORDING = "nearer_wording"
     PREFETCH_PAUSED = "prefetch_paused"  # hint: no prefetch cut meets the tenant's target (hints only)
     COVERAGE_PENDING = "coverage_pending"  # hint: the cited sections' chunks are not embedded yet
     NO_CANDIDATE = "no_candidate"      # miss: no trail in the scope
@@ -412,6 +415,8 @@ def decide(
         reason = Reason.AMBIGUOUS
     elif best.confidence < (policy.prefetch_confidence if best_cut is None else best_cut):
         reason = Reason.LOW_CONFIDENCE
+    elif not (best.same_question or cited_before) and _nearer_wording_in_doubt(best, live, policy):
+        reason = Reason.NEARER_WORDING
     elif blocks_prefetch(best.candidate.boundary, best.confidence):
         reason = Reason.NOT_CITED_BEFORE
     elif escalated:
@@ -436,6 +441,20 @@ def decide(
         others.append(rival)
     _fill(decision, best, others, budget)
     return decision
+
+
+def _nearer_wording_in_doubt(best: Scored, live: Sequence[Scored], policy: Policy) -> bool:
+    """Whether a trail that cites the same sections as ``best`` (neither cites one the other does
+    not), with a question at least as near the query, is under the tenant's prefetch cut. Both
+    stand for the same need; the nearer wording is the one a close-but-different question is
+    worded from, and the scorer's doubt about it holds for the need they share. The further
+    wording's confidence rests on what it lacks (few words in common with the query, as a
+    rewording has), which a question asking another thing lacks too: a tenant whose cache grows
+    with its users' accepted answers holds such wordings (docs/matching.md, "A nearer wording
+    of the same sections")."""
+    return any(s is not best and s.candidate.similarity >= best.candidate.similarity
+               and s.confidence < policy.prefetch_confidence and not _cite_other_sections(best, s)
+               for s in live)
 
 
 def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: bool) -> list[Scored]:

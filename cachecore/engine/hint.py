@@ -10,6 +10,8 @@ _CAUTION = {
     "ambiguous": "Several earlier questions come close and cited different sections: check which one fits.",
     "polarity": "The earlier question asked the opposite of this one: search for this one.",
     "not_cited_before": "When served as text before, these were not what the answer needed: search as well.",
+    "nearer_wording": "An earlier question worded nearer this one cited the same sections and may ask "
+    "another thing: search as well, and use these only if they answer it.",
     "coverage_pending": "These sections were just added and are still being indexed: read them and check "
     "they answer this question.",
     "prefetch_paused": "This tenant serves hints only (but for questions asked again) until its agents' "

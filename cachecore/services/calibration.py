@@ -28,8 +28,9 @@ MAX_LABELS = 20_000
 
 
 # The answers the prefetch cut decides: served, a grey-band hint, or a prefetch held back by a
-# pause. A hint for polarity, ambiguity, a changed section, a bar or pending chunks stays a hint
-# at any cut, so its label says nothing about where the cut should be.
+# pause. A hint for polarity, ambiguity, a nearer wording of the same sections, a changed
+# section, a bar or pending chunks is a guard's, not the cut's, so its label says nothing about
+# where the cut should be.
 CUT_REASONS = (Reason.MATCH, Reason.LOW_CONFIDENCE, Reason.PREFETCH_PAUSED)
 
 

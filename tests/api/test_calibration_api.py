@@ -169,7 +169,7 @@ def test_only_answers_the_cut_decides_are_labels_for_it(caller):
                     reason=reason, confidence=0.95, latency_ms=1.0, offered_ids=["doc#config"], offered_cited=False)
         for outcome, reason in [("prefetch", "match"), ("hint", "low_confidence"), ("hint", "prefetch_paused"),
                                 ("hint", "polarity"), ("hint", "ambiguous"), ("hint", "not_cited_before"),
-                                ("hint", "coverage_pending"), ("hint", "changed")]
+                                ("hint", "coverage_pending"), ("hint", "changed"), ("hint", "nearer_wording")]
     ])
     # A hint the cut did not decide (a guard, a bar, pending chunks) would be a hint at any cut.
     assert len(calibration_labels(tenant=caller.tenant)) == 3

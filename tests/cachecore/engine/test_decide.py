@@ -141,6 +141,35 @@ def test_the_most_confident_candidate_answers_not_the_nearest():
     assert d.trail_id == "t2"
 
 
+# Unexplained query terms weigh against a candidate: a question worded nearer the query can be the
+# less confident one.
+WORDING = Policy(**{**POLICY.__dict__, "scorer": MatchScorer(
+    weights=tuple(-30.0 if f == "unexplained" else 20.0 if f == "cosine" else 0.0 for f in FEATURES),
+    bias=-16.0, means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES))})
+
+
+def test_a_trail_whose_sections_a_nearer_wording_was_not_confident_for_is_a_hint():
+    # t1's question is the query's nearest wording and asks another thing (fedora, not debian);
+    # t2 cites the same section in words further off, and alone would be served.
+    nearer = cand("t1", 0.95, cited("a"), question="install acme on fedora")
+    further = cand("t2", 0.90, cited("a"), question="debian acme install steps")
+    alone = run(further, policy=WORDING)
+    assert (alone.outcome, alone.reason) == (Outcome.PREFETCH, Reason.MATCH)
+    d = run(nearer, further, policy=WORDING)
+    assert (d.outcome, d.reason, d.trail_id) == (Outcome.HINT, Reason.NEARER_WORDING, "t2")
+    assert d.confidence == alone.confidence and all("text" not in s for s in d.sections)
+    assert "nearer" in d.hint
+    # The nearer wording citing other sections is another need's trail: no doubt about t2's.
+    other = run(cand("t1", 0.95, cited("b"), question="install acme on fedora"), further, policy=WORDING)
+    assert (other.outcome, other.trail_id) == (Outcome.PREFETCH, "t2")
+    # A further wording of the same sections is no evidence against the nearer one.
+    behind = run(cand("t1", 0.85, cited("a"), question="install acme on fedora"), further, policy=WORDING)
+    assert (behind.outcome, behind.trail_id) == (Outcome.PREFETCH, "t2")
+    # The question t2 was recorded for, asked again, is t2's whatever its siblings say.
+    again = run(nearer, further, policy=WORDING, query="debian acme install steps")
+    assert (again.outcome, again.trail_id) == (Outcome.PREFETCH, "t2")
+
+
 def test_a_trail_whose_text_went_uncited_prefetches_only_above_its_boundary():
     from cachecore.engine.boundary import boundary_after
 

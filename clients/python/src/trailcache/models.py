@@ -13,7 +13,7 @@ Outcome = Literal["prefetch", "hint", "miss"]
 # Known reasons; typed as str on the model so a newer server's reason still parses.
 Reason = Literal[
     "match", "low_confidence", "ambiguous", "polarity", "changed", "unverified", "hash_only", "low_coverage",
-    "not_cited_before", "prefetch_paused", "coverage_pending",
+    "not_cited_before", "nearer_wording", "prefetch_paused", "coverage_pending",
     "no_candidate", "no_match", "stale", "shadow",
 ]
 SectionStatus = Literal["valid", "changed", "missing", "unverified"]
