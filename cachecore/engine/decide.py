@@ -415,7 +415,7 @@ def decide(
         reason = Reason.AMBIGUOUS
     elif best.confidence < (policy.prefetch_confidence if best_cut is None else best_cut):
         reason = Reason.LOW_CONFIDENCE
-    elif not (best.same_question or cited_before) and _nearer_wording_in_doubt(best, live, policy):
+    elif _nearer_wording_in_doubt(best, live, policy):
         reason = Reason.NEARER_WORDING
     elif blocks_prefetch(best.candidate.boundary, best.confidence):
         reason = Reason.NOT_CITED_BEFORE
@@ -436,34 +436,41 @@ def decide(
     # A coverage_pending hint names the best trail's sections only: the others' evidence is as
     # much a stand-in as its own until the chunks are ready.
     pending = reason is Reason.COVERAGE_PENDING
-    others = [] if pending else _merged(best, confident[1:], policy, prefetch=decision.outcome is Outcome.PREFETCH)
+    others = [] if pending else _merged(best, confident[1:], policy, live=live,
+                                        prefetch=decision.outcome is Outcome.PREFETCH)
     if rival is not None and rival not in others and not pending:
         others.append(rival)
     _fill(decision, best, others, budget)
     return decision
 
 
-def _nearer_wording_in_doubt(best: Scored, live: Sequence[Scored], policy: Policy) -> bool:
-    """Whether a trail that cites the same sections as ``best`` (neither cites one the other does
-    not), with a question at least as near the query, is under the tenant's prefetch cut. Both
+def _nearer_wording_in_doubt(scored: Scored, live: Sequence[Scored], policy: Policy) -> bool:
+    """Whether a trail that cites the same sections as ``scored`` (neither cites one the other
+    does not), with a question at least as near the query, is under the tenant's prefetch cut,
+    so that ``scored``'s text is not served (the answer's trail, or one merged into it). Both
     stand for the same need; the nearer wording is the one a close-but-different question is
     worded from, and the scorer's doubt about it holds for the need they share. The further
     wording's confidence rests on what it lacks (few words in common with the query, as a
     rewording has), which a question asking another thing lacks too: a tenant whose cache grows
     with its users' accepted answers holds such wordings (docs/matching.md, "A nearer wording
-    of the same sections")."""
-    return any(s is not best and s.candidate.similarity >= best.candidate.similarity
-               and s.confidence < policy.prefetch_confidence and not _cite_other_sections(best, s)
+    of the same sections"). The query being ``scored``'s own question, or one an agent cited it
+    for (a positive's bar met), is not in doubt."""
+    if scored.same_question or asked_before(cited=scored.candidate.cited_bar, boundary=None,
+                                            confidence=scored.confidence, hint_confidence=policy.hint_confidence):
+        return False
+    return any(s is not scored and s.candidate.similarity >= scored.candidate.similarity
+               and s.confidence < policy.prefetch_confidence and not _cite_other_sections(scored, s)
                for s in live)
 
 
-def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, prefetch: bool) -> list[Scored]:
+def _merged(best: Scored, rest: Sequence[Scored], policy: Policy, *, live: Sequence[Scored],
+            prefetch: bool) -> list[Scored]:
     """Other trails whose valid sections join the answer: near-equals of the best by cosine
     that are themselves confident enough for what is served, without a polarity conflict."""
     if not policy.merge_trails:
         return []
     return [s for s in rest if s.candidate.similarity >= best.candidate.similarity - policy.merge_margin
-            and s.polarity is None and _confident_for(policy, s, prefetch=prefetch)]
+            and s.polarity is None and _confident_for(policy, s, live=live, prefetch=prefetch)]
 
 
 def _cut(policy: Policy, scored: Scored) -> float | None:
@@ -475,14 +482,16 @@ def _cut(policy: Policy, scored: Scored) -> float | None:
                         own_question=scored.same_question)
 
 
-def _confident_for(policy: Policy, scored: Scored, *, prefetch: bool) -> bool:
-    """Whether a candidate is confident enough to join what is served: its own prefetch cut
-    and bar for text, the hint cut for a hint."""
+def _confident_for(policy: Policy, scored: Scored, *, live: Sequence[Scored], prefetch: bool) -> bool:
+    """Whether a candidate is confident enough to join what is served: for text its own
+    prefetch cut and bar, and no nearer wording of its sections in doubt; the hint cut for a
+    hint."""
     if not prefetch:
         return scored.confidence >= policy.hint_confidence
     cut = _cut(policy, scored)
     return (cut is not None and scored.confidence >= cut
-            and not blocks_prefetch(scored.candidate.boundary, scored.confidence))
+            and not blocks_prefetch(scored.candidate.boundary, scored.confidence)
+            and not _nearer_wording_in_doubt(scored, live, policy))
 
 
 def _fill(decision: RecallDecision, best: Scored, others: Sequence[Scored], budget: int) -> None:

@@ -170,6 +170,18 @@ def test_a_trail_whose_sections_a_nearer_wording_was_not_confident_for_is_a_hint
     assert (again.outcome, again.trail_id) == (Outcome.PREFETCH, "t2")
 
 
+def test_a_trail_a_nearer_wording_of_its_sections_doubts_joins_no_prefetch():
+    # t1 is served; t2 (sections b) is confident and near enough to merge, but t3 cites the same
+    # section b in words nearer the query and is not confident: b joins no text.
+    best = cand("t1", 0.93, cited("a"), question="debian acme install steps")
+    merged = cand("t2", 0.90, cited("b"), question="debian acme install guide")
+    assert run(best, merged, policy=WORDING).trails == ["t1", "t2"]
+    doubt = cand("t3", 0.97, cited("b"), question="install acme on fedora")
+    d = run(best, merged, doubt, policy=WORDING)
+    assert (d.outcome, d.trail_id, d.trails) == (Outcome.PREFETCH, "t1", ["t1"])
+    assert [s["id"] for s in d.sections] == ["a"]
+
+
 def test_a_trail_whose_text_went_uncited_prefetches_only_above_its_boundary():
     from cachecore.engine.boundary import boundary_after
 
