@@ -168,6 +168,11 @@ def test_a_trail_whose_sections_a_nearer_wording_was_not_confident_for_is_a_hint
     # The question t2 was recorded for, asked again, is t2's whatever its siblings say.
     again = run(nearer, further, policy=WORDING, query="debian acme install steps")
     assert (again.outcome, again.trail_id) == (Outcome.PREFETCH, "t2")
+    # So is a question an agent cited t2 for before (a positive's bar met).
+    from dataclasses import replace
+
+    cited_for = run(nearer, replace(further, cited_bar=0.85), policy=WORDING)
+    assert (cited_for.outcome, cited_for.reason, cited_for.trail_id) == (Outcome.PREFETCH, Reason.MATCH, "t2")
 
 
 def test_a_trail_a_nearer_wording_of_its_sections_doubts_joins_no_prefetch():
