@@ -641,6 +641,68 @@ def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l
     return out
 
 
+# ---- the nearer-wording rule, offline -----------------------------------------------------------
+
+def nearer_wording_decisions(rows: list[dict[str, Any]], *, gold: dict[str, dict[str, frozenset[str]]],
+                             prefetch: float, hint: float, floor: float = COLLECT_FLOOR,
+                             ambiguity: float = 0.05, rule: bool) -> dict[str, int]:
+    """Counts over collected rows of the decision recomputed from the logged confidences at a
+    prefetch cut, with or without the nearer-wording rule (``decide._nearer_wording_in_doubt``:
+    no text when a candidate citing the same sections, worded at least as near the query, is
+    under the cut). ``gold`` maps each set's items to the sections their trails cite, which
+    says which candidates cite the same sections. The rows need ``right_entries``
+    (``annotate_answers``). Counts: ``para_n``, ``para_own`` (rewordings served their item's
+    trail as text), ``twin_n``, ``twin_prefetch`` (close questions the gold does not answer
+    served any text), ``twin_wrong`` (… a trail whose section does not answer them)."""
+    out = {"para_n": 0, "para_own": 0, "twin_n": 0, "twin_prefetch": 0, "twin_wrong": 0}
+    for row in rows:
+        if row["kind"] == "twin" and row["answered_by_source"]:
+            continue
+        kind = "para" if row["kind"].startswith("paraphrase") else "twin"
+        out[f"{kind}_n"] += 1
+        sections = gold.get(row.get("set", "faq"), {})
+        live = [c for c in row["candidates"] if qualifies(c, floor)]
+        ranked = sorted((c for c in live if c["confidence"] >= hint), key=lambda c: c["confidence"], reverse=True)
+        if not ranked or ranked[0]["confidence"] < prefetch:
+            continue
+        best = ranked[0]
+        if any(best["confidence"] - c["confidence"] <= ambiguity and not _cite_same(best, c, sections)
+               for c in ranked[1:]):
+            continue
+        if rule and any(c is not best and c["similarity"] >= best["similarity"] and c["confidence"] < prefetch
+                        and _cite_same(best, c, sections) for c in live):
+            continue
+        if kind == "para":
+            out["para_own"] += best["trail_id"] in row.get("item_trails", [row.get("source_trail")])
+        else:
+            out["twin_prefetch"] += 1
+            out["twin_wrong"] += best.get("entry") not in row.get("right_entries", [])
+    return out
+
+
+def _cite_same(a: dict[str, Any], b: dict[str, Any], sections: dict[str, frozenset[str]]) -> bool:
+    """Neither logged candidate cites a section the other does not (by their items' gold)."""
+    cites_a = sections.get(a.get("entry"), frozenset({a["trail_id"]}))
+    cites_b = sections.get(b.get("entry"), frozenset({b["trail_id"]}))
+    return cites_a <= cites_b or cites_b <= cites_a
+
+
+def nearer_wording_study(paths: Sequence[Path], *, cuts: Sequence[float], hint: float = 0.19) -> dict[str, Any]:
+    """``nearer_wording_decisions`` for each rows file of a replay corpus at each cut, without
+    and with the rule (docs/evaluation.md, "A nearer wording of the same sections")."""
+    result: dict[str, Any] = {}
+    for path in paths:
+        rows = load_rows([path])
+        annotate_answers(rows)
+        gold = {name: {i.id: frozenset(i.gold) for i in CORPORA[name].items()}
+                for name in {r.get("set", "faq") for r in rows} if name in CORPORA and name != "faq"}
+        result[path.name] = {
+            f"{cut:.2f}": {way: nearer_wording_decisions(rows, gold=gold, prefetch=cut, hint=hint, rule=way == "rule")
+                           for way in ("shipped", "rule")}
+            for cut in cuts}
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m research.match_calibration")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -685,7 +747,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "trail citing one is right, any other wrong) instead of leaving other trails unlabelled")
     f.add_argument("--loco", action="store_true",
                    help="leave one corpus out: fit on the others, figures on the left-out one's held-out side")
+    nw = sub.add_parser("nearer", help="the nearer-wording rule offline: decisions from collected rows at "
+                                       "each cut, without and with it")
+    nw.add_argument("rows", nargs="+", type=Path)
+    nw.add_argument("--cuts", default="0.88,0.89,0.90,0.92,0.94")
     args = parser.parse_args(argv)
+    if args.cmd == "nearer":
+        study = nearer_wording_study(args.rows, cuts=[float(x) for x in args.cuts.split(",")])
+        for name, by_cut in study.items():
+            print(name)
+            for cut, ways in by_cut.items():
+                print(f"  cut {cut}: " + " | ".join(
+                    f"{way}: own text {c['para_own']}/{c['para_n']}, close served {c['twin_prefetch']}/{c['twin_n']} "
+                    f"({c['twin_wrong']} wrong)" for way, c in ways.items()))
+        return 0
     if args.cmd == "collect":
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
         import django
