@@ -390,12 +390,11 @@ def decide(
                               similarity=top_similarity, stale_trail_ids=stale, scored=live)
     best = confident[0]
     best_cut = _cut(policy, best)
-    # A trail cited before for this very question is not in doubt either: the agent chose it
-    # over whatever else came close (a negative like the query is judged below, on its own).
-    cited_before = asked_before(cited=best.candidate.cited_bar, boundary=None, confidence=best.confidence,
-                                hint_confidence=policy.hint_confidence)
-    # The very same question answered before is not in doubt, whatever else comes close.
-    rival = None if best.same_question or cited_before else next(
+    # The query asks the best trail's question again (the one it was recorded for, or one an
+    # agent cited it for before): not in doubt, whatever else comes close (a negative like the
+    # query is judged below, on its own).
+    asked_again = _asked_again(best, policy)
+    rival = None if asked_again else next(
         (s for s in confident[1:] if best.confidence - s.confidence <= policy.ambiguity_margin
          and _cite_other_sections(best, s)), None)
     escalated = best.coverage is not None and best.coverage < policy.coverage_floor
@@ -431,7 +430,7 @@ def decide(
         similarity=round(best.candidate.similarity, 4),
         coverage=round(best.coverage, 4) if best.coverage is not None else None,
         escalated=escalated and best.all_valid and best.servable, steps=list(best.candidate.steps or []),
-        stale_trail_ids=stale, scored=live, asked_again=best.same_question or cited_before,
+        stale_trail_ids=stale, scored=live, asked_again=asked_again,
     )
     # A coverage_pending hint names the best trail's sections only: the others' evidence is as
     # much a stand-in as its own until the chunks are ready.
@@ -442,6 +441,15 @@ def decide(
         others.append(rival)
     _fill(decision, best, others, budget)
     return decision
+
+
+def _asked_again(scored: Scored, policy: Policy) -> bool:
+    """The query asks this trail's question again: the one it was recorded for (verbatim or
+    restated) or one an agent cited it for before (a positive's bar met). Its own evidence, not
+    the prefetch cut or a rival, decides such an answer."""
+    return scored.same_question or asked_before(cited=scored.candidate.cited_bar, boundary=None,
+                                                confidence=scored.confidence,
+                                                hint_confidence=policy.hint_confidence)
 
 
 def _nearer_wording_in_doubt(scored: Scored, live: Sequence[Scored], policy: Policy) -> bool:
@@ -455,8 +463,7 @@ def _nearer_wording_in_doubt(scored: Scored, live: Sequence[Scored], policy: Pol
     with its users' accepted answers holds such wordings (docs/matching.md, "A nearer wording
     of the same sections"). The query being ``scored``'s own question, or one an agent cited it
     for (a positive's bar met), is not in doubt."""
-    if scored.same_question or asked_before(cited=scored.candidate.cited_bar, boundary=None,
-                                            confidence=scored.confidence, hint_confidence=policy.hint_confidence):
+    if _asked_again(scored, policy):
         return False
     return any(s is not scored and s.candidate.similarity >= scored.candidate.similarity
                and s.confidence < policy.prefetch_confidence and not _cite_other_sections(scored, s)
