@@ -13,10 +13,12 @@ section), as the replay does, then recalls each item's question again in five fo
   "can I" → "could I"; items whose question has none of them are left out);
 - ``article_dropped``: the first "a", "an" or "the" left out (items without one are left out);
 - ``prefixed``: "Quick question: " in front;
+- ``greeted``: "Hi! " in front and " Thanks." after;
 - ``last_word_dropped``: the question without its last word.
 
-The first three say the same thing as the recorded question (``evidence.restates``); the last two
-add or take away a word, which the scorer judges. Per form: the recorded trail served as text
+The first three say the same thing as the recorded question (``evidence.restates``), and so do the
+next two since the rule leaves conversational framing out (``text.without_framing``); the last
+takes away a word, which the scorer judges. Per form: the recorded trail served as text
 (prefetch), as a hint, another trail served as text or hint, or a miss. Writes
 ``reports/near_repeats/<corpus>.json``. Research only: product code never imports this module.
 
@@ -40,7 +42,7 @@ from typing import Any
 from research.corpora import CORPORA
 from research.splits import REPO_ROOT
 
-FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "last_word_dropped")
+FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "last_word_dropped")
 OUTCOMES = ("own_prefetch", "own_hint", "other_prefetch", "other_hint", "miss")
 _SWAPS = ((r"^how do i\b", "how can i"), (r"^what is\b", "what's"), (r"^can i\b", "could i"),
           (r"^how does\b", "how can"), (r"^is it possible to\b", "can i"))
@@ -60,6 +62,7 @@ def forms_of(question: str) -> dict[str, str]:
     if dropped != q:
         out["article_dropped"] = dropped
     out["prefixed"] = "Quick question: " + q
+    out["greeted"] = f"Hi! {q} Thanks."
     words = q.rstrip("?. ").split()
     if len(words) > 2:
         out["last_word_dropped"] = " ".join(words[:-1]) + "?"

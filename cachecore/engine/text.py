@@ -39,12 +39,53 @@ _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "wh
                             "it's", "here's"})
 
 
+# Conversational framing around a question, which says nothing of what it asks. Leading, set off
+# by punctuation: a greeting or "(a quick) question" ("hi, …", "quick question: …"). Leading, before
+# an interrogative: a lead-in ("can you tell me how …", "i was wondering why …"). Trailing, after
+# the question's own punctuation: thanks ("…? thanks"). Written from what these phrases do in a
+# question, not fitted; the phrase must be whole and set off, so "question marks in urls" or
+# "hi-res images" keep their words.
+_SET_OFF_LEAD = re.compile(
+    r"(?:hi|hello|hey|hiya|greetings|ok|okay|so|sorry|excuse me|"
+    r"(?:a |one |just a )?(?:quick |simple |short |small |silly |stupid |dumb |beginner |newbie |noob )?question|"
+    r"i (?:have|had|got) a (?:quick |simple |short |small )?question|i've got a (?:quick |simple )?question)"
+    r"(?: (?:there|all|everyone|everybody|folks|guys|team))? ?[,:;!.\u2013\u2014-]+ ")
+_LEAD_IN = re.compile(
+    r"(?:(?:can|could|would) (?:you|anyone|someone|somebody) (?:please )?(?:tell|explain to|show) me|"
+    r"(?:does|do) (?:anyone|anybody|someone|somebody|you) know|i (?:was|am) wondering|i'm wondering|"
+    r"i wonder|just wondering|wondering|please tell me|tell me|i (?:want|would like) to know|i'd like to know|"
+    r"i need to know),? (?=(?:how|what|what's|why|when|where|which|who|whom|whose|whether)\b)")
+_THANKS = ("thanks", "thank you", "thx", "ty", "cheers", "tia", "thanks in advance", "thank you in advance",
+           "many thanks", "thanks a lot", "thank you very much")
+_QUESTION_END = ".?!,;:"
+
+
+def without_framing(normalised: str) -> str:
+    """``normalised`` (``normalise_query``'s form) without the conversational framing around the
+    question (greetings, "quick question:", "can you tell me …", trailing thanks); unchanged when
+    nothing else would be left. Linear: anchored matches and suffix tests, a few of each."""
+    text = normalised
+    for _ in range(3):
+        match = _SET_OFF_LEAD.match(text) or _LEAD_IN.match(text)
+        if match is None or match.end() >= len(text):
+            break
+        text = text[match.end():]
+    for thanks in _THANKS:
+        cut = len(text) - len(thanks) - 1
+        if cut > 0 and text.endswith(" " + thanks) and text[cut - 1] in _QUESTION_END:
+            text = text[:cut]
+            break
+    text = text.strip(_EDGE_CHARS)
+    return normalised if not text or text in _THANKS else text
+
+
 def question_wording(normalised: str) -> tuple[str, ...]:
-    """The words of a normalised question that say what it asks, in order: ``PHRASING_WORDS``
-    left out but a leading auxiliary (as its class) and a trailing "do", "n't" read as "not" and
-    "what's" as "what is". Two questions with the same wording ask the same thing in other words
-    ("how do I …" / "how can I …")."""
-    tokens = _WORDING_TOKEN.findall(normalised.replace("\u2019", "'"))
+    """The words of a normalised question that say what it asks, in order: its framing left out
+    (``without_framing``), ``PHRASING_WORDS`` too but a leading auxiliary (as its class) and a
+    trailing "do", "n't" read as "not" and "what's" as "what is". Two questions with the same
+    wording ask the same thing in other words ("how do I …" / "how can I …", "quick question:
+    how do I …")."""
+    tokens = _WORDING_TOKEN.findall(without_framing(normalised).replace("\u2019", "'"))
     words = []
     for i, token in enumerate(tokens):
         if token.endswith("n't"):

@@ -82,7 +82,8 @@ def test_identifiers_keep_their_meaning():
 
 def test_question_wording_is_linear_on_long_words_and_runs_of_joiners():
     for make in (lambda n: "a" * n, lambda n: "a'" * (n // 2), lambda n: ("a-" * n)[:n] + "+" * 10,
-                 lambda n: "a" * n + "'", lambda n: "~" * n):
+                 lambda n: "a" * n + "'", lambda n: "~" * n, lambda n: "hi" + "," * n + "x",
+                 lambda n: "quick question " + ":" * n + "a", lambda n: "can you tell me " * (n // 16) + "how"):
         ratio = _ratio(question_wording, make, 2000)
         assert ratio < LINEAR_RATIO, (make(10), ratio)
 

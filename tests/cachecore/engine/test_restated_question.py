@@ -12,7 +12,7 @@ from cachecore.engine.decide import Candidate, Cited, Policy, Reason, decide
 from cachecore.engine.evidence import FEATURES, Idf, TextEvidence, restates
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.scorer import MatchScorer
-from cachecore.engine.text import content_hash, normalise_query, question_wording
+from cachecore.engine.text import content_hash, normalise_query, question_wording, without_framing
 
 # A scorer that finds nothing convincing below cosine 0.99 (confidence 0.5 there): whatever
 # prefetches below it is the rule's doing, not the scorer's.
@@ -69,6 +69,39 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
+
+
+@pytest.mark.parametrize("framed", [
+    "Quick question: how do I give a Celery task an explicit name?",
+    "Hi! How can I give a Celery task an explicit name? Thanks.",
+    "Hey there, a quick question - how do I give a Celery task an explicit name?",
+    "I have a question: how do I give a Celery task an explicit name? Thank you in advance",
+    "Can you tell me how I give a Celery task an explicit name?",
+])
+def test_the_question_in_conversational_framing_restates_it(framed):
+    assert wording(framed) == wording(RECORDED)
+    assert same(framed, RECORDED) and same(RECORDED, framed)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    # Framing must be whole and set off: these words belong to the question.
+    ("Question marks in URLs?", "Marks in URLs?"),
+    ("Hi-res images in the docs?", "Res images in the docs?"),
+    ("Hello world in Flask?", "World in Flask?"),
+    ("Tell me about Celery beat?", "About Celery beat?"),
+    ("Why does it say thanks?", "Why does it say?"),
+    # What follows the framing is still compared word for word.
+    ("Quick question: how do I name a task?", "How do I name a periodic task?"),
+    ("Can you tell me why the worker restarts?", "How does the worker restart?"),
+])
+def test_framing_words_that_belong_to_the_question_stay(a, b):
+    assert not same(a, b) and not same(b, a)
+
+
+def test_framing_alone_is_left_as_it_is():
+    assert without_framing("hi, thanks") == "hi, thanks"
+    assert without_framing("quick question") == "quick question"
+    assert without_framing("hello") == "hello"
 
 
 def test_a_leading_auxiliary_of_the_same_class_restates():
