@@ -6,7 +6,7 @@
 Repeat traffic is this product's point, yet the hard sets the scorer is fitted on hold no
 repeat: their same-need rewordings avoid the question's words and their near misses reuse them.
 This study records one active trail per item of a corpus (its question, citing its gold
-section), as the replay does, then recalls each item's question again in five forms:
+section), as the replay does, then recalls each item's question again in six forms:
 
 - ``verbatim``: the question itself;
 - ``function_words``: one function word swapped ("how do I" → "how can I", "what is" → "what's",
@@ -17,9 +17,10 @@ section), as the replay does, then recalls each item's question again in five fo
 - ``last_word_dropped``: the question without its last word.
 
 The first three say the same thing as the recorded question (``evidence.restates``), and so do the
-next two since the rule leaves conversational framing out (``text.without_framing``); the last
-takes away a word, which the scorer judges. Per form: the recorded trail served as text
-(prefetch), as a hint, another trail served as text or hint, or a miss. Writes
+next two, whose framing normalisation leaves out (``text.without_framing``); the last takes away
+a word, which the scorer judges. It also asks each item's first same-need rewording and first
+close-but-different question plain and in the two framings (``framed``). Per form: the recorded
+trail served as text (prefetch), as a hint, another trail served as text or hint, or a miss. Writes
 ``reports/near_repeats/<corpus>.json``. Research only: product code never imports this module.
 
 ``--qqp`` applies the restatement rule to every pair of the vendored QQP slice and counts how
@@ -69,6 +70,15 @@ def forms_of(question: str) -> dict[str, str]:
     return out
 
 
+FRAMINGS = ("plain", "greeted", "prefixed")
+
+
+def framed(question: str) -> dict[str, str]:
+    """``question`` plain and in the two framings of ``forms_of`` ("Hi! … Thanks.", "Quick
+    question: …"): asked of an item's first rewording and first close question."""
+    return {"plain": question, "greeted": f"Hi! {question} Thanks.", "prefixed": "Quick question: " + question}
+
+
 def classify(*, outcome: str, trail_id: str | None, own: str) -> str:
     """One of ``OUTCOMES`` for a recall's answer."""
     if outcome == "miss" or trail_id is None:
@@ -92,6 +102,8 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
     # At the shipped defaults: no low floor, the tenant's own cuts.
     tenant = _study_tenant(f"near-{corpus_name}", f"Near repeats ({corpus_name})", overrides={}, floor=None)
     counts: dict[str, Counter] = {f: Counter() for f in FORMS}
+    # An item's first rewording and first close question, plain and framed.
+    asked: dict[str, Counter] = {f"{kind}_{f}": Counter() for kind in ("same_need", "close") for f in FRAMINGS}
     try:
         ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
         items = [i for i in corpus.items() if i.gold and all(g in ids for g in i.gold)][:limit]
@@ -103,10 +115,18 @@ def run(corpus_name: str, *, limit: int | None = None) -> dict[str, Any]:
                     answer = recall(caller=caller, scope=corpus.scope, query=query).answer
                     counts[form][classify(outcome=str(answer.outcome), trail_id=answer.trail_id, own=own[i.id])] += 1
                     counts[form]["n"] += 1
+                for kind, question in (("same_need", i.same_need[0] if i.same_need else None),
+                                       ("close", i.close[0].question if i.close else None)):
+                    for f, query in (framed(question) if question else {}).items():
+                        answer = recall(caller=caller, scope=corpus.scope, query=query).answer
+                        asked[f"{kind}_{f}"][classify(outcome=str(answer.outcome), trail_id=answer.trail_id,
+                                                      own=own[i.id])] += 1
+                        asked[f"{kind}_{f}"]["n"] += 1
                 bar.step()
     finally:
         Tenant.objects.filter(pk=tenant.pk).delete()
-    return {"corpus": corpus_name, "items": len(items), "forms": {f: dict(c) for f, c in counts.items()}}
+    return {"corpus": corpus_name, "items": len(items), "forms": {f: dict(c) for f, c in counts.items()},
+            "framed": {f: dict(c) for f, c in asked.items()}}
 
 
 def qqp_rule() -> dict[str, Any]:
@@ -132,6 +152,12 @@ def table(report: dict[str, Any]) -> str:
         n = c.get("n", 0)
         if n:
             lines.append(f"| {form} | {n} | " + " | ".join(f"{c.get(o, 0)}" for o in OUTCOMES) + " |")
+    lines += ["", "Each item's first rewording (same need) and first close question, plain and framed:", "",
+              "| asked | n | own trail as text | own as hint | another trail as text | another as hint | miss |",
+              "|---|---|---|---|---|---|---|"]
+    for name, c in report.get("framed", {}).items():
+        if c.get("n", 0):
+            lines.append(f"| {name} | {c['n']} | " + " | ".join(f"{c.get(o, 0)}" for o in OUTCOMES) + " |")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from functools import cached_property
 
 from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_overlap, trigrams
 from cachecore.engine.polarity import PolarityView, views_conflict
-from cachecore.engine.text import question_wording
+from cachecore.engine.text import normalise_query, question_wording
 
 # A section contributes at most this many distinct terms to the tenant's document frequencies.
 MAX_TERMS_PER_SECTION = 4000
@@ -126,8 +126,9 @@ class TrailContext:
 
     @cached_property
     def question(self) -> TextEvidence:
-        """The evidence of the trail's question (empty for a redacted trail)."""
-        return TextEvidence.of(self.query_normalised)
+        """The evidence of the trail's question (empty for a redacted trail), normalised as a
+        query is now: a question stored before its framing was left out reads without it."""
+        return TextEvidence.of(normalise_query(self.query_normalised))
 
 
 # Sections still waiting for their chunks, as a share of the tenant's, beyond which the list of

@@ -17,10 +17,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`])|\n\s*\n")
 
 def normalise_query(query: str) -> str:
     """The form a query is embedded and compared in: NFKC, lower case, single spaces,
-    no surrounding quotes or trailing punctuation."""
+    no surrounding quotes or trailing punctuation, no conversational framing around the question
+    (``without_framing``: "Hi! … Thanks.", "Quick question: …")."""
     text = unicodedata.normalize("NFKC", query)
     text = _WS.sub(" ", text).strip().lower()  # white space is single spaces from here on
-    return text.strip(_EDGE_CHARS)
+    return without_framing(text.strip(_EDGE_CHARS))
 
 
 # How a question is put rather than what it asks: articles, auxiliaries and modals ("should"
@@ -60,32 +61,32 @@ _THANKS = ("thanks", "thank you", "thx", "ty", "cheers", "tia", "thanks in advan
 _QUESTION_END = ".?!,;:"
 
 
-def without_framing(normalised: str) -> str:
-    """``normalised`` (``normalise_query``'s form) without the conversational framing around the
-    question (greetings, "quick question:", "can you tell me …", trailing thanks); unchanged when
-    nothing else would be left. Linear: anchored matches and suffix tests, a few of each."""
-    text = normalised
-    for _ in range(3):
-        match = _SET_OFF_LEAD.match(text) or _LEAD_IN.match(text)
-        if match is None or match.end() >= len(text):
+def without_framing(text: str) -> str:
+    """``text`` (lower case, single spaces, stripped of ``_EDGE_CHARS``) without the
+    conversational framing around the question (greetings, "quick question:", "can you tell me
+    …", trailing thanks), as often as it is repeated; unchanged when nothing else would be left.
+    Linear: each step is an anchored match or a suffix test that removes what it matched."""
+    rest = text
+    while True:
+        match = _SET_OFF_LEAD.match(rest) or _LEAD_IN.match(rest)
+        if match is not None:
+            rest = rest[match.end():]
+            continue
+        thanks = next((t for t in _THANKS if rest.endswith(" " + t)
+                       and len(rest) > len(t) + 2 and rest[-len(t) - 2] in _QUESTION_END), None)
+        if thanks is None:
             break
-        text = text[match.end():]
-    for thanks in _THANKS:
-        cut = len(text) - len(thanks) - 1
-        if cut > 0 and text.endswith(" " + thanks) and text[cut - 1] in _QUESTION_END:
-            text = text[:cut]
-            break
-    text = text.strip(_EDGE_CHARS)
-    return normalised if not text or text in _THANKS else text
+        rest = rest[:-len(thanks) - 1].strip(_EDGE_CHARS)
+    rest = rest.strip(_EDGE_CHARS)
+    return text if not rest or rest in _THANKS else rest
 
 
 def question_wording(normalised: str) -> tuple[str, ...]:
-    """The words of a normalised question that say what it asks, in order: its framing left out
-    (``without_framing``), ``PHRASING_WORDS`` too but a leading auxiliary (as its class) and a
-    trailing "do", "n't" read as "not" and "what's" as "what is". Two questions with the same
-    wording ask the same thing in other words ("how do I …" / "how can I …", "quick question:
-    how do I …")."""
-    tokens = _WORDING_TOKEN.findall(without_framing(normalised).replace("\u2019", "'"))
+    """The words of a normalised question that say what it asks, in order: ``PHRASING_WORDS``
+    left out but a leading auxiliary (as its class) and a trailing "do", "n't" read as "not" and
+    "what's" as "what is". Two questions with the same wording ask the same thing in other words
+    ("how do I …" / "how can I …")."""
+    tokens = _WORDING_TOKEN.findall(normalised.replace("\u2019", "'"))
     words = []
     for i, token in enumerate(tokens):
         if token.endswith("n't"):

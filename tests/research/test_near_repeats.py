@@ -3,7 +3,7 @@ counted. The study itself needs a corpus ingested (``python -m research.near_rep
 
 from cachecore.engine.evidence import TextEvidence, restates
 from cachecore.engine.text import normalise_query
-from research.near_repeats import classify, forms_of
+from research.near_repeats import classify, forms_of, framed
 
 
 def _restates(a: str, b: str) -> bool:
@@ -38,3 +38,10 @@ def test_an_answer_counts_as_the_own_trail_another_or_a_miss():
     assert classify(outcome="prefetch", trail_id="t2", own="t1") == "other_prefetch"
     assert classify(outcome="hint", trail_id="t2", own="t1") == "other_hint"
     assert classify(outcome="miss", trail_id=None, own="t1") == "miss"
+
+
+def test_a_question_framed_normalises_as_it_does_plain():
+    q = "Can I set my own name for a task in the decorator rather than letting Celery pick it?"
+    forms = framed(q)
+    assert set(forms) == {"plain", "greeted", "prefixed"}
+    assert {normalise_query(text) for text in forms.values()} == {normalise_query(q)}

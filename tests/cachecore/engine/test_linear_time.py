@@ -42,6 +42,10 @@ def test_normalise_query_keeps_its_meaning():
     assert normalise_query("a" + "." * 10 + "a") == "a" + "." * 10 + "a"
     assert normalise_query("?!.. ok ..!?") == "ok"
     assert normalise_query("ﬁle\u00a0name.") == "file name"
+    # Conversational framing is not the question (text.without_framing), however often repeated.
+    assert normalise_query("Hi! Quick question: how do I install acme? Thanks.") == "how do i install acme"
+    assert normalise_query("Hey, hi, hello - why? thanks. thanks!") == "why"
+    assert normalise_query("Hi! Thanks.") == "hi! thanks"
 
 
 PATHOLOGICAL = st.text(alphabet=st.sampled_from(list(" \t\n.,;:!?\"'`a_1(-)\u00a0\u2019é")),

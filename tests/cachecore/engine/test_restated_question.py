@@ -148,3 +148,12 @@ def test_a_restated_question_still_never_serves_changed_text():
     d = decide(query=normalise_query("How can I give a Celery task an explicit name?"),
                candidates=[recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
     assert d.outcome is not Outcome.PREFETCH and all("text" not in s for s in d.sections)
+
+
+def test_a_question_stored_with_its_framing_reads_without_it():
+    # Normalised before framing was left out, the stored form still holds it; asked now, plain.
+    stored = "hi! how do i give a celery task an explicit name? thanks"
+    recorded = Candidate("t1", 0.93, stored, [], (_cited("names"),))
+    d = decide(query=normalise_query("How can I give a Celery task an explicit name?"),
+               candidates=[recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
+    assert (d.outcome, d.trail_id, d.confidence) == (Outcome.PREFETCH, "t1", 1.0)
