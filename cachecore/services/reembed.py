@@ -46,7 +46,9 @@ def embeddings_refresh(*, batch: int = BATCH, max_batches: int | None = None) ->
                         .exclude(query_normalised="").only("id", "query_normalised")[:batch])
             if not rows:
                 break
-            for row, vector in zip(rows, embedder.embed([r.query_normalised for r in rows])):
+            # Normalised as a query is now (a question stored before framing was left out).
+            questions = [normalise_query(r.query_normalised) for r in rows]
+            for row, vector in zip(rows, embedder.embed(questions)):
                 row.embedding, row.embedding_model = vector, version
             Trail.objects.bulk_update(rows, ["embedding", "embedding_model"])
             trails += len(rows)

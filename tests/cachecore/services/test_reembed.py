@@ -1,7 +1,10 @@
 """An embedding model change: recall never compares vectors of two models, and the background
 refresh embeds stored trails and chunks again with the current model."""
 
+import numpy as np
+
 from cachecore.embedding import get_embedder
+from cachecore.engine.text import normalise_query
 from cachecore.models import SectionChunk, Trail
 from cachecore.services.recall import recall
 from cachecore.services.reembed import embeddings_refresh
@@ -41,6 +44,18 @@ def test_trails_of_another_model_are_not_compared_until_re_embedded(make_tenant)
     again = recall(caller=tenant_caller(tenant), scope="default", query=QUERY)
     assert again.answer.outcome == "prefetch" and again.answer.coverage is not None
     assert embeddings_refresh().trails == 0  # idempotent
+
+
+def test_a_question_stored_with_its_framing_is_re_embedded_without_it(make_tenant):
+    # Stored before conversational framing was left out of normalisation.
+    tenant = make_tenant()
+    trail = _seed(tenant)
+    Trail.objects.filter(pk=trail.pk).update(embedding_model="another-model@0123456789ab",
+                                              query_normalised="hi! " + QUERY.lower().rstrip("?") + "? thanks")
+    assert embeddings_refresh().trails >= 1
+    stored = Trail.objects.get(pk=trail.pk).embedding
+    plain = get_embedder().embed([normalise_query(QUERY)])[0]
+    assert float(np.dot(stored, plain)) > 0.9999
 
 
 def test_a_redacted_trail_of_another_model_cannot_be_re_embedded_and_stays_unmatched(make_tenant):
