@@ -65,19 +65,21 @@ def without_framing(text: str) -> str:
     """``text`` (lower case, single spaces, stripped of ``_EDGE_CHARS``) without the
     conversational framing around the question (greetings, "quick question:", "can you tell me
     …", trailing thanks), as often as it is repeated; unchanged when nothing else would be left.
-    Linear: each step is an anchored match or a suffix test that removes what it matched."""
-    rest = text
+    Linear: the framing is found by anchored matches and suffix tests that move two indexes."""
+    start, end = 0, len(text)
     while True:
-        match = _SET_OFF_LEAD.match(rest) or _LEAD_IN.match(rest)
+        match = _SET_OFF_LEAD.match(text, start, end) or _LEAD_IN.match(text, start, end)
         if match is not None:
-            rest = rest[match.end():]
+            start = match.end()
             continue
-        thanks = next((t for t in _THANKS if rest.endswith(" " + t)
-                       and len(rest) > len(t) + 2 and rest[-len(t) - 2] in _QUESTION_END), None)
+        thanks = next((t for t in _THANKS if text.endswith(" " + t, start, end)
+                       and end - start > len(t) + 2 and text[end - len(t) - 2] in _QUESTION_END), None)
         if thanks is None:
             break
-        rest = rest[:-len(thanks) - 1].strip(_EDGE_CHARS)
-    rest = rest.strip(_EDGE_CHARS)
+        end -= len(thanks) + 1
+        while end > start and text[end - 1] in _EDGE_CHARS:
+            end -= 1
+    rest = text[start:end].strip(_EDGE_CHARS)
     return text if not rest or rest in _THANKS else rest
 
 

@@ -37,6 +37,13 @@ def test_normalise_query_is_linear_on_a_run_of_punctuation():
     assert ratio < LINEAR_RATIO, ratio
 
 
+def test_normalise_query_is_linear_on_repeated_framing():
+    for make in (lambda n: "hi, " * (n // 4) + "x", lambda n: "x" + "? thanks" * (n // 8),
+                 lambda n: "quick question: " * (n // 16) + "x" + "! thanks" * (n // 8)):
+        ratio = _ratio(normalise_query, make, 2000)
+        assert ratio < LINEAR_RATIO, (make(20), ratio)
+
+
 def test_normalise_query_keeps_its_meaning():
     assert normalise_query('  "How do I  INSTALL acme?"  ') == "how do i install acme"
     assert normalise_query("a" + "." * 10 + "a") == "a" + "." * 10 + "a"
@@ -87,7 +94,8 @@ def test_identifiers_keep_their_meaning():
 def test_question_wording_is_linear_on_long_words_and_runs_of_joiners():
     for make in (lambda n: "a" * n, lambda n: "a'" * (n // 2), lambda n: ("a-" * n)[:n] + "+" * 10,
                  lambda n: "a" * n + "'", lambda n: "~" * n, lambda n: "hi" + "," * n + "x",
-                 lambda n: "quick question " + ":" * n + "a", lambda n: "can you tell me " * (n // 16) + "how"):
+                 lambda n: "quick question " + ":" * n + "a", lambda n: "can you tell me " * (n // 16) + "how",
+                 lambda n: "hi, " * (n // 4) + "x", lambda n: "x" + "? thanks" * (n // 8)):
         ratio = _ratio(question_wording, make, 2000)
         assert ratio < LINEAR_RATIO, (make(10), ratio)
 
