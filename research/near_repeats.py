@@ -62,8 +62,8 @@ def forms_of(question: str) -> dict[str, str]:
     dropped = re.sub(r"\b(a|an|the) ", "", q, count=1, flags=re.IGNORECASE)
     if dropped != q:
         out["article_dropped"] = dropped
-    out["prefixed"] = "Quick question: " + q
-    out["greeted"] = f"Hi! {q} Thanks."
+    framings = framed(q)
+    out["prefixed"], out["greeted"] = framings["prefixed"], framings["greeted"]
     words = q.rstrip("?. ").split()
     if len(words) > 2:
         out["last_word_dropped"] = " ".join(words[:-1]) + "?"
@@ -74,8 +74,9 @@ FRAMINGS = ("plain", "greeted", "prefixed")
 
 
 def framed(question: str) -> dict[str, str]:
-    """``question`` plain and in the two framings of ``forms_of`` ("Hi! … Thanks.", "Quick
-    question: …"): asked of an item's first rewording and first close question."""
+    """``question`` plain and in two framings ("Hi! … Thanks.", "Quick question: …"): the
+    forms ``prefixed`` and ``greeted`` of a recorded question, and what is asked of an item's
+    first rewording and first close question."""
     return {"plain": question, "greeted": f"Hi! {question} Thanks.", "prefixed": "Quick question: " + question}
 
 
