@@ -66,6 +66,15 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
     ("What does celery beat do?", "What is celery beat?"),
     # One word more or less is another question for this rule (the scorer judges it).
     ("How do I name a task?", "How do I name a periodic task?"),
+    # Framing must be whole and set off: these words belong to the question.
+    ("Question marks in URLs?", "Marks in URLs?"),
+    ("Hi-res images in the docs?", "Res images in the docs?"),
+    ("Hello world in Flask?", "World in Flask?"),
+    ("Tell me about Celery beat?", "About Celery beat?"),
+    ("Why does it say thanks?", "Why does it say?"),
+    # What follows the framing is still compared word for word.
+    ("Quick question: how do I name a task?", "How do I name a periodic task?"),
+    ("Can you tell me why the worker restarts?", "How does the worker restart?"),
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
@@ -81,21 +90,6 @@ def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
 def test_the_question_in_conversational_framing_restates_it(framed):
     assert wording(framed) == wording(RECORDED)
     assert same(framed, RECORDED) and same(RECORDED, framed)
-
-
-@pytest.mark.parametrize(("a", "b"), [
-    # Framing must be whole and set off: these words belong to the question.
-    ("Question marks in URLs?", "Marks in URLs?"),
-    ("Hi-res images in the docs?", "Res images in the docs?"),
-    ("Hello world in Flask?", "World in Flask?"),
-    ("Tell me about Celery beat?", "About Celery beat?"),
-    ("Why does it say thanks?", "Why does it say?"),
-    # What follows the framing is still compared word for word.
-    ("Quick question: how do I name a task?", "How do I name a periodic task?"),
-    ("Can you tell me why the worker restarts?", "How does the worker restart?"),
-])
-def test_framing_words_that_belong_to_the_question_stay(a, b):
-    assert not same(a, b) and not same(b, a)
 
 
 def test_framing_alone_is_left_as_it_is():
