@@ -290,9 +290,10 @@ class Embedder:
         if output_shape[-1] != DIMENSIONS:
             raise EmbeddingModelError(f"model outputs {output_shape[-1]} dimensions, expected {DIMENSIONS}")
         tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        # The shipped tokenizer.json truncates and pads to 128: use 256 and dynamic padding.
+        # The shipped tokenizer.json truncates and pads to 128: truncate at 256, never pad (one
+        # text per run, see embed).
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.no_padding()
         self._tokenizer = tokenizer
         counter = Tokenizer.from_file(str(tokenizer_path))
         counter.no_truncation()
@@ -307,24 +308,24 @@ class Embedder:
     def cache_size(self) -> int:
         return self.queries.per_tenant
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
-        """Vectors for ``texts``, shape (len(texts), 384), each of unit length."""
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        out = []
-        # Sorting by length keeps padding small within a batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            out.append((idx, self._embed_batch([texts[i] for i in idx])))
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``, shape (len(texts), 384), each of unit length.
+
+        Each text is a graph run of its own, so that a text's vector is a function of the text
+        alone. The dynamic-int8 model quantises a run's activations with one scale for the whole
+        input tensor: a text run in a batch got a vector that depended on the other texts (and on
+        their padding), cosine down to 0.97 against the same text alone, so that a section's
+        chunks, or a trail's question re-embedded by a job, did not match the same words asked
+        as a query. One run per text is also faster here than padded batches
+        (docs/performance.md, "A text's vector is the text's alone")."""
         result = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for idx, vectors in out:
-            result[idx] = vectors
+        for i, text in enumerate(texts):
+            result[i] = self._embed_alone(text)
         return result
 
     def embed_one(self, text: str) -> np.ndarray:
         """One vector, from the model (no cache)."""
-        return self._embed_batch([text])[0]
+        return self._embed_alone(text)
 
     def embed_query(self, text: str, *, tenant: object, subject: str = "") -> np.ndarray:
         """The vector of a tenant's normalised query (read-only): from the tenant's cache of
@@ -332,7 +333,7 @@ class Embedder:
         key = str(tenant)
         vector = self.queries.get(key, self.version, text, subject=subject)
         if vector is None:
-            vector = self._embed_batch([text])[0]
+            vector = self._embed_alone(text)
             self.queries.put(key, self.version, text, vector, subject=subject)
         return vector
 
@@ -346,18 +347,15 @@ class Embedder:
     def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
+    def _embed_alone(self, text: str) -> np.ndarray:
+        encoding = self._tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        # No padding, so every token counts: mean pooling is the plain mean.
+        pooled = self._session.run(None, feeds)[0][0].mean(axis=0)
+        return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
 
 _lock = threading.Lock()

@@ -223,6 +223,13 @@ def record_items(tenant: object, corpus: Corpus, items: Sequence[Item], known: s
 # Chunk vectors computed once per (section hash, model) and kept under reports/cache/: the
 # studies ingest the same corpora again and again, and the Python docs' 28k chunks take minutes.
 CHUNK_CACHE_DIR = REPO_ROOT / "reports" / "cache"
+# In the files' names: vectors of texts embedded one graph run each (Embedder.embed). Files of
+# an earlier layout (texts embedded in padded batches, other vectors) are not read.
+_CACHE_LAYOUT = "alone"
+
+
+def _cache_file(cache_dir: Path, kind: str, model: str) -> Path:
+    return cache_dir / f"{kind}-{model.replace('/', '_').replace('@', '-')}-{_CACHE_LAYOUT}.pkl"
 
 
 def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=None,
@@ -241,7 +248,7 @@ def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=Non
     from docingest.ingest import chunks_ensure
 
     model = get_embedder().version
-    path = cache_dir / f"chunks-{model.replace('/', '_').replace('@', '-')}.pkl"
+    path = _cache_file(cache_dir, "chunks", model)
     cache: dict[str, object] = pickle.loads(path.read_bytes()) if path.is_file() else {}
     pending = list(Section.objects.filter(tenant=tenant, external_id__in=section_ids, chunks_ready=False)
                    .exclude(text=None).only("pk", "tenant_id", "text", "sha256"))
@@ -263,7 +270,7 @@ def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=Non
         _cache_add(cache, SectionChunk, missing, model=model)
         _cache_write(path, cache)
     _sentences_ensure_cached(tenant=tenant, section_ids=section_ids, model=model,
-                             path=cache_dir / f"sentences-{model.replace('/', '_').replace('@', '-')}.pkl")
+                             path=_cache_file(cache_dir, "sentences", model))
     return computed
 
 

@@ -4,9 +4,10 @@
 
 For each onnxruntime setting (intra-op threads 1 or 2, thread spinning on or off) and each
 background load (0, 1 or 2 other processes each keeping a core busy, standing in for web
-workers), it times ``embed_one`` on short queries (p50/p99) and batched throughput
-(sentences/s, batches of 32). It also splits one query into tokenizer / model / pooling, shows
-what padding costs (a batch of mixed lengths, sorted by length or not), and what a cache hit
+workers), it times ``embed_one`` on short queries (p50/p99) and the throughput of ``embed`` on
+many (sentences/s; one graph run per text). It also splits one query into tokenizer / model /
+pooling, compares one run per text with padded batches of 32 on texts of mixed lengths (speed,
+and how far a batched text's vector is from the same text alone), and shows what a cache hit
 costs. Prints a table; writes JSON when ``--out`` is given. Runs without Django or a database.
 """
 
@@ -52,11 +53,11 @@ def time_one(emb: Embedder, queries: list[str], seconds: float) -> dict:
     return {"n": len(samples), "p50_ms": _pct(samples, 50), "p99_ms": _pct(samples, 99)}
 
 
-def time_batches(emb: Embedder, queries: list[str], seconds: float, size: int = 128) -> float:
+def time_many(emb: Embedder, queries: list[str], seconds: float, size: int = 128) -> float:
     done = 0
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        emb.embed(queries[:size], batch_size=32)
+        emb.embed(queries[:size])
         done += size
     return round(done / (time.perf_counter() - t0), 1)
 
@@ -83,16 +84,34 @@ def breakdown(emb: Embedder, queries: list[str]) -> dict:
             "tokens": int(ids.shape[1])}
 
 
-def padding_cost(emb: Embedder, n: int = 128) -> dict:
-    """Texts of mixed lengths in batches of 32: padded in arrival order vs sorted by length."""
-    texts = [normalise_query(" ".join(["word"] * (4 + (i * 37) % 120))) for i in range(n)]
-    out = {}
-    for name, order in (("unsorted", texts), ("sorted", sorted(texts, key=len))):
-        t0 = time.perf_counter()
-        for start in range(0, len(order), 32):
-            emb._embed_batch(order[start : start + 32])
-        out[f"{name}_sentences_per_s"] = round(len(order) / (time.perf_counter() - t0), 1)
-    return out
+def _padded_batch(emb: Embedder, texts: list[str]) -> np.ndarray:
+    """The texts in one graph run, padded to the longest (what ``Embedder.embed`` did before it
+    ran each text alone): mean pooling over the attention mask, then unit length."""
+    encodings = emb._counter.encode_batch(texts)  # special tokens, no truncation here: short texts
+    width = max(len(e.ids) for e in encodings)
+    ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encodings], dtype=np.int64)
+    mask = np.array([[1] * len(e.ids) + [0] * (width - len(e.ids)) for e in encodings], dtype=np.int64)
+    hidden = emb._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                     "token_type_ids": np.zeros_like(ids)})[0]
+    weights = mask[..., None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def batching_cost(emb: Embedder, n: int = 128) -> dict:
+    """Texts of mixed lengths: one run each (``embed``) against padded batches of 32, sorted by
+    length; sentences/s of each, and the cosine of each batched vector to the same text alone."""
+    texts = sorted((normalise_query(" ".join(WORDS[(i + j) % 10] for j in range(4 + (i * 37) % 120)))
+                    for i in range(n)), key=len)
+    t0 = time.perf_counter()
+    alone = emb.embed(texts)
+    alone_per_s = len(texts) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    batched = np.concatenate([_padded_batch(emb, texts[start:start + 32]) for start in range(0, len(texts), 32)])
+    batched_per_s = len(texts) / (time.perf_counter() - t0)
+    cosine = (alone * batched).sum(axis=1)
+    return {"alone_sentences_per_s": round(alone_per_s, 1), "batched_sentences_per_s": round(batched_per_s, 1),
+            "cosine_batched_to_alone": {"min": round(float(cosine.min()), 4), "mean": round(float(cosine.mean()), 4)}}
 
 
 def cache_hit_cost(emb: Embedder, queries: list[str]) -> float:
@@ -167,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict:
                         one = time_one(emb, queries, args.seconds)
                         rows.append({"busy_cores": busy, "variant": variant, "threads": threads,
                                      "spinning": spinning, **one,
-                                     "sentences_per_s": time_batches(emb, queries, args.seconds, batch)})
+                                     "sentences_per_s": time_many(emb, queries, args.seconds, batch)})
         finally:
             stop.set()
             for p in procs:
@@ -178,11 +197,11 @@ def main(argv: list[str] | None = None) -> dict:
         "load_before": os.getloadavg(),
         "rows": rows,
         "breakdown_threads1": breakdown(emb, queries[:sample]),
-        "padding": padding_cost(emb, batch),
+        "batching": batching_cost(emb, batch),
         "cache_hit_us": cache_hit_cost(emb, queries[:100]),
     }
     print(f"load average at start: {result['load_before'][0]:.2f}")
-    print("| busy cores | model | threads | spinning | one query p50 / p99 ms | batched sentences/s |")
+    print("| busy cores | model | threads | spinning | one query p50 / p99 ms | sentences/s through embed |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['busy_cores']} | {r['variant']} | {r['threads']} | {'on' if r['spinning'] else 'off'} | "
@@ -190,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     b = result["breakdown_threads1"]
     print(f"one query ({b['tokens']} tokens, 1 thread, {VARIANTS[0]}): tokenizer {b['tokenizer_ms']} ms, "
           f"model {b['model_ms']} ms, pooling {b['pooling_ms']} ms")
-    print(f"padding (mixed lengths, batches of 32): {result['padding']}")
+    print(f"one run per text against padded batches of 32 (mixed lengths): {result['batching']}")
     print(f"cache hit: {result['cache_hit_us']} µs")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

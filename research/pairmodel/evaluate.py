@@ -39,13 +39,13 @@ def metrics(labels, scores) -> dict:
     }
 
 
-def cosine_scores(pairs: list[Pair], batch_size: int = 64) -> np.ndarray:
+def cosine_scores(pairs: list[Pair]) -> np.ndarray:
     """The shipped embedding's cosine of each pair's two texts (each distinct text embedded once)."""
     from cachecore.embedding import Embedder
 
     emb = Embedder(threads=2)
     texts = sorted({p.a for p in pairs} | {p.b for p in pairs})
-    vecs = emb.embed(texts, batch_size=batch_size)
+    vecs = emb.embed(texts)
     index = {t: i for i, t in enumerate(texts)}
     a = vecs[[index[p.a] for p in pairs]]
     b = vecs[[index[p.b] for p in pairs]]

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             results[key] = {
                 "pairs": {"pos": int(sum(y)), "neg": len(y) - int(sum(y))},
                 # section texts are long: smaller batches
-                "cosine": metrics(y, cosine_scores(pairs, batch_size=32 if args.sections else 64)),
+                "cosine": metrics(y, cosine_scores(pairs)),
                 "pair_model": metrics(y, model.scores(pairs)),
             }
             r = results[key]

@@ -47,6 +47,22 @@ def test_the_two_versions_give_close_but_different_vectors():
     assert np.array_equal(quantised.embed_one(QUESTIONS[0]), quantised.embed([QUESTIONS[0]])[0])
 
 
+@pytest.mark.parametrize("variant", ["dynamic-int8", "int8-weights"])
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it(variant):
+    """A section's chunks are embedded with the other sections of their upsert, a trail's question
+    with other trails' by the re-embed job; a query alone. The same words must be the same vector
+    whichever way they came (the dynamic-int8 model quantises a run's activations with one scale
+    for the whole input, so a batched run gave another vector: cosine 0.97-0.99)."""
+    path, sha = shipped_model(variant)
+    model = Embedder(path, expected_sha256=sha, cache_size=0)
+    alone = np.stack([model.embed_one(q) for q in QUESTIONS])
+    long = "the worker acknowledges the message only after the task returns, " * 12
+    for beside in ([], [long], [long, "hi"], QUESTIONS[::-1]):
+        texts = [*beside, *QUESTIONS]
+        together = model.embed(texts)[len(beside):]
+        assert np.array_equal(together, alone), (variant, len(beside))
+
+
 def test_an_unknown_variant_is_refused():
     with pytest.raises(EmbeddingModelError, match="unknown embedding model variant"):
         shipped_model("fp16")

@@ -30,6 +30,9 @@ def test_embedding_throughput_study(tmp_path):
     assert all(r["n"] > 0 and r["p50_ms"] > 0 and r["sentences_per_s"] > 0 for r in result["rows"])
     split = result["breakdown_threads1"]
     assert split["model_ms"] > split["tokenizer_ms"] > 0
+    batching = result["batching"]
+    assert batching["alone_sentences_per_s"] > 0 and batching["batched_sentences_per_s"] > 0
+    assert 0.9 < batching["cosine_batched_to_alone"]["min"] <= batching["cosine_batched_to_alone"]["mean"] <= 1.0001
     assert 0 < result["cache_hit_us"] < 1000  # a hit is a dictionary lookup, not a model run
 
 
