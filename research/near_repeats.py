@@ -6,7 +6,7 @@
 Repeat traffic is this product's point, yet the hard sets the scorer is fitted on hold no
 repeat: their same-need rewordings avoid the question's words and their near misses reuse them.
 This study records one active trail per item of a corpus (its question, citing its gold
-section), as the replay does, then recalls each item's question again in six forms:
+section), as the replay does, then recalls each item's question again in seven forms:
 
 - ``verbatim``: the question itself;
 - ``function_words``: one function word swapped ("how do I" → "how can I", "what is" → "what's",
@@ -14,12 +14,13 @@ section), as the replay does, then recalls each item's question again in six for
 - ``article_dropped``: the first "a", "an" or "the" left out (items without one are left out);
 - ``prefixed``: "Quick question: " in front;
 - ``greeted``: "Hi! " in front and " Thanks." after;
+- ``emoji``: "Hi 👋 " in front and " 🙂" after;
 - ``last_word_dropped``: the question without its last word.
 
 The first three say the same thing as the recorded question (``evidence.restates``), and so do the
-next two, whose framing normalisation leaves out (``text.without_framing``); the last takes away
+next three, whose framing normalisation leaves out (``text.without_framing``); the last takes away
 a word, which the scorer judges. It also asks each item's first same-need rewording and first
-close-but-different question plain and in the two framings (``framed``). Per form: the recorded
+close-but-different question plain and in the three framings (``framed``). Per form: the recorded
 trail served as text (prefetch), as a hint, another trail served as text or hint, or a miss. Writes
 ``reports/near_repeats/<corpus>.json``. Research only: product code never imports this module.
 
@@ -43,7 +44,7 @@ from typing import Any
 from research.corpora import CORPORA
 from research.splits import REPO_ROOT
 
-FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "last_word_dropped")
+FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "emoji", "last_word_dropped")
 OUTCOMES = ("own_prefetch", "own_hint", "other_prefetch", "other_hint", "miss")
 _SWAPS = ((r"^how do i\b", "how can i"), (r"^what is\b", "what's"), (r"^can i\b", "could i"),
           (r"^how does\b", "how can"), (r"^is it possible to\b", "can i"))
@@ -63,21 +64,22 @@ def forms_of(question: str) -> dict[str, str]:
     if dropped != q:
         out["article_dropped"] = dropped
     framings = framed(q)
-    out["prefixed"], out["greeted"] = framings["prefixed"], framings["greeted"]
+    out["prefixed"], out["greeted"], out["emoji"] = framings["prefixed"], framings["greeted"], framings["emoji"]
     words = q.rstrip("?. ").split()
     if len(words) > 2:
         out["last_word_dropped"] = " ".join(words[:-1]) + "?"
     return out
 
 
-FRAMINGS = ("plain", "greeted", "prefixed")
+FRAMINGS = ("plain", "greeted", "prefixed", "emoji")
 
 
 def framed(question: str) -> dict[str, str]:
-    """``question`` plain and in two framings ("Hi! … Thanks.", "Quick question: …"): the
-    forms ``prefixed`` and ``greeted`` of a recorded question, and what is asked of an item's
-    first rewording and first close question."""
-    return {"plain": question, "greeted": f"Hi! {question} Thanks.", "prefixed": "Quick question: " + question}
+    """``question`` plain and in three framings ("Hi! … Thanks.", "Quick question: …", "Hi 👋 …
+    🙂"): the forms ``prefixed``, ``greeted`` and ``emoji`` of a recorded question, and what is
+    asked of an item's first rewording and first close question."""
+    return {"plain": question, "greeted": f"Hi! {question} Thanks.", "prefixed": "Quick question: " + question,
+            "emoji": f"Hi 👋 {question} 🙂"}
 
 
 def classify(*, outcome: str, trail_id: str | None, own: str) -> str:

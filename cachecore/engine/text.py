@@ -29,8 +29,9 @@ def normalise_query(query: str) -> str:
 # pronouns, prepositions and negations all stay: "why" is not "how", "to" is not "from".
 PHRASING_WORDS = frozenset("a an the is are am be do does did can could would please".split())
 # A word (letters and digits of any script, joined by - . or '; "c++", "c#" keep their signs),
-# or any other symbol that is not punctuation ("what does ~ mean").
-_WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|[^\w\s.,;:!?\"'()-]")
+# an emoticon made of punctuation standing alone ("what does the :( emoticon mean"), or any other
+# symbol that is not punctuation ("what does ~ mean").
+_WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|(?<!\S)[:;=]'?-?[()/\\|\[\]](?!\S)|[^\w\s.,;:!?\"'()-]")
 # A yes/no question's leading auxiliary says what it asks: "can jellyfish change colour?" (can
 # they) is not "do jellyfish change colour?" (do they). It stays, as its class ("could" is "can").
 _LEADING_AUXILIARY = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "did", "is": "is",
@@ -46,11 +47,20 @@ _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "wh
 # the question's own punctuation: thanks ("…? thanks"). Written from what these phrases do in a
 # question, not fitted; the phrase must be whole and set off, so "question marks in urls" or
 # "hi-res images" keep their words.
+# Emoji: the pictograph blocks, dingbats and miscellaneous symbols, stars, and what joins or
+# modifies them (zero-width joiner, variation selectors, keycap). After the question's end
+# punctuation, or between a greeting and the question, they decorate it ("…? 🙂", "hi 👋 how …");
+# before its end they stay words of it ("what does this emoji mean ✊?").
+_PICTOGRAPH_MARKS = "\u2B50\u2B55\u200D\uFE0E\uFE0F\u20E3"
+_PICTOGRAPHS = f"\U0001F000-\U0001FAFF\u2600-\u27BF{_PICTOGRAPH_MARKS}"  # as _is_pictograph reads them
+_SET_OFF = f"[,:;!.\u2013\u2014\\-{_PICTOGRAPHS}]"
 _SET_OFF_LEAD = re.compile(
     r"(?:hi|hello|hey|hiya|greetings|ok|okay|so|sorry|excuse me|"
     r"(?:a |one |just a )?(?:quick |simple |short |small |silly |stupid |dumb |beginner |newbie |noob )?question|"
     r"i (?:have|had|got) a (?:quick |simple |short |small )?question|i've got a (?:quick |simple )?question)"
-    r"(?: (?:there|all|everyone|everybody|folks|guys|team))? ?[,:;!.\u2013\u2014-]+ ")
+    r"(?: (?:there|all|everyone|everybody|folks|guys|team))? ?"
+    # Set off by punctuation or emoji ("hi 👋 how …"), spaces between them; possessive: linear.
+    rf"{_SET_OFF}(?:{_SET_OFF}| (?={_SET_OFF}))*+ ")
 _LEAD_IN = re.compile(
     r"(?:(?:can|could|would) (?:you|anyone|someone|somebody) (?:please )?(?:tell|explain to|show) me|"
     r"(?:does|do) (?:anyone|anybody|someone|somebody|you) know|i (?:was|am) wondering|i'm wondering|"
@@ -59,28 +69,66 @@ _LEAD_IN = re.compile(
 _THANKS = ("thanks", "thank you", "thx", "ty", "cheers", "tia", "thanks in advance", "thank you in advance",
            "many thanks", "thanks a lot", "thank you very much")
 _QUESTION_END = ".?!,;:"
+# The common emoticons, as whole words (lower case).
+_EMOTICONS = frozenset(":) :-) :( :-( ;) ;-) :d :-d :p :-p :o :/ xd ^^ ^_^ <3 =) :')".split())
+_EMOTICON_WIDTHS = sorted({len(e) for e in _EMOTICONS})
 
 
 def without_framing(text: str) -> str:
     """``text`` (lower case, single spaces, stripped of ``_EDGE_CHARS``) without the
     conversational framing around the question (greetings, "quick question:", "can you tell me
-    …", trailing thanks), as often as it is repeated; unchanged when nothing else would be left.
-    Linear: the framing is found by anchored matches and suffix tests that move two indexes."""
+    …", trailing thanks, emoji and emoticons after the question's punctuation), as often as it is
+    repeated; unchanged when nothing else would be left. Linear: the framing is found by
+    anchored matches and suffix tests that move two indexes."""
     start, end = 0, len(text)
     while True:
         match = _SET_OFF_LEAD.match(text, start, end) or _LEAD_IN.match(text, start, end)
         if match is not None:
             start = match.end()
             continue
-        thanks = next((t for t in _THANKS if text.endswith(" " + t, start, end)
-                       and end - start > len(t) + 2 and text[end - len(t) - 2] in _QUESTION_END), None)
-        if thanks is None:
-            break
-        end -= len(thanks) + 1
+        thanks = _thanks_at(text, start, end)
+        if thanks is not None:
+            end -= len(thanks) + 1
+        else:
+            decorated = _decoration_from(text, start, end)
+            if decorated == end or not (text[decorated - 1] in _QUESTION_END
+                                        or _thanks_at(text, start, decorated) is not None):
+                break
+            end = decorated
         while end > start and text[end - 1] in _EDGE_CHARS:
             end -= 1
     rest = text[start:end].strip(_EDGE_CHARS)
     return text if not rest or rest in _THANKS else rest
+
+
+def _thanks_at(text: str, start: int, end: int) -> str | None:
+    """The thanks phrase that ends ``text[start:end]`` after the question's punctuation, if any."""
+    return next((t for t in _THANKS if text.endswith(" " + t, start, end)
+                 and end - start > len(t) + 2 and text[end - len(t) - 2] in _QUESTION_END), None)
+
+
+def _decoration_from(text: str, start: int, end: int) -> int:
+    """Where the emoji and emoticons that end ``text[start:end]`` begin, with the spaces before
+    them: ``end`` when it ends in neither, or when nothing else is left. Each step moves the
+    index back by a character or an emoticon."""
+    i = end
+    while i > start:
+        ch = text[i - 1]
+        if ch == " " or _is_pictograph(ch):
+            i -= 1
+            continue
+        for width in _EMOTICON_WIDTHS:
+            k = i - width
+            if k >= start and text[k:i] in _EMOTICONS and (k == start or text[k - 1] == " "):
+                i = k
+                break
+        else:
+            break
+    return i if start < i < end else end
+
+
+def _is_pictograph(ch: str) -> bool:
+    return "\U0001F000" <= ch <= "\U0001FAFF" or "\u2600" <= ch <= "\u27BF" or ch in _PICTOGRAPH_MARKS
 
 
 def question_wording(normalised: str) -> tuple[str, ...]:

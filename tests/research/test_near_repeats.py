@@ -19,17 +19,19 @@ def test_the_forms_of_a_question_and_which_of_them_restate_it():
         "article_dropped": "How do I give Celery task an explicit name?",
         "prefixed": "Quick question: " + q,
         "greeted": f"Hi! {q} Thanks.",
+        "emoji": f"Hi 👋 {q} 🙂",
         "last_word_dropped": "How do I give a Celery task an explicit?",
     }
     # All but the last say the same thing (the framing is left out); the last takes away a word.
     assert [f for f, text in forms.items() if _restates(text, q)] == ["verbatim", "function_words",
-                                                                      "article_dropped", "prefixed", "greeted"]
+                                                                      "article_dropped", "prefixed", "greeted",
+                                                                      "emoji"]
 
 
 def test_a_form_that_does_not_apply_is_absent():
     forms = forms_of("Why does the worker restart after each task?")
     assert "function_words" not in forms and "article_dropped" in forms
-    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted"}
+    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted", "emoji"}
 
 
 def test_an_answer_counts_as_the_own_trail_another_or_a_miss():
@@ -43,5 +45,5 @@ def test_an_answer_counts_as_the_own_trail_another_or_a_miss():
 def test_a_question_framed_normalises_as_it_does_plain():
     q = "Can I set my own name for a task in the decorator rather than letting Celery pick it?"
     forms = framed(q)
-    assert set(forms) == {"plain", "greeted", "prefixed"}
+    assert set(forms) == {"plain", "greeted", "prefixed", "emoji"}
     assert {normalise_query(text) for text in forms.values()} == {normalise_query(q)}

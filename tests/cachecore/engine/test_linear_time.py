@@ -39,7 +39,10 @@ def test_normalise_query_is_linear_on_a_run_of_punctuation():
 
 def test_normalise_query_is_linear_on_repeated_framing():
     for make in (lambda n: "hi, " * (n // 4) + "x", lambda n: "x" + "? thanks" * (n // 8),
-                 lambda n: "quick question: " * (n // 16) + "x" + "! thanks" * (n // 8)):
+                 lambda n: "quick question: " * (n // 16) + "x" + "! thanks" * (n // 8),
+                 lambda n: "hi 👋 " * (n // 5) + "x", lambda n: "x" + "? 🙂" * (n // 3),
+                 lambda n: "x? " + ":) " * (n // 3), lambda n: "x" + " 🙂" * (n // 2) + "?",
+                 lambda n: "hi " + "👋 ! " * (n // 4) + "- x"):
         ratio = _ratio(normalise_query, make, 2000)
         assert ratio < LINEAR_RATIO, (make(20), ratio)
 
@@ -53,9 +56,14 @@ def test_normalise_query_keeps_its_meaning():
     assert normalise_query("Hi! Quick question: how do I install acme? Thanks.") == "how do i install acme"
     assert normalise_query("Hey, hi, hello - why? thanks. thanks!") == "why"
     assert normalise_query("Hi! Thanks.") == "hi! thanks"
+    # Emoji and emoticons after the question's punctuation decorate it; before its end they stay.
+    assert normalise_query("Hi 👋 how do I install acme? 🙂 :)") == "how do i install acme"
+    assert normalise_query("What does this emoji mean ✊?") == "what does this emoji mean ✊"
+    assert normalise_query("How do I install acme 🙏") == "how do i install acme 🙏"
+    assert normalise_query("🙂") == "🙂"
 
 
-PATHOLOGICAL = st.text(alphabet=st.sampled_from(list(" \t\n.,;:!?\"'`a_1(-)\u00a0\u2019é")),
+PATHOLOGICAL = st.text(alphabet=st.sampled_from(list(" \t\n.,;:!?\"'`a_1(-)\u00a0\u2019é🙂👋\u200d\ufe0f<3hix")),
                        max_size=limits.MAX_QUERY_CHARS)
 
 

@@ -75,6 +75,10 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
     # What follows the framing is still compared word for word.
     ("Quick question: how do I name a task?", "How do I name a periodic task?"),
     ("Can you tell me why the worker restarts?", "How does the worker restart?"),
+    # An emoji or emoticon before the question's end is what it asks about (QQP holds these).
+    ("What does this emoji mean 👍?", "What does this emoji mean?"),
+    ("What does the :( emoticon mean?", "What does the emoticon mean?"),
+    ("How do I type ♥ on a Mac?", "How do I type on a Mac?"),
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
@@ -86,6 +90,11 @@ def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     "Hey there, a quick question - how do I give a Celery task an explicit name?",
     "I have a question: how do I give a Celery task an explicit name? Thank you in advance",
     "Can you tell me how I give a Celery task an explicit name?",
+    # Emoji and emoticons after the question's punctuation, or between a greeting and it.
+    "How do I give a Celery task an explicit name? 🙂",
+    "Hi 👋 how do I give a Celery task an explicit name?",
+    "Hey! 👋👋 How do I give a Celery task an explicit name?! Thanks 🙏",
+    "How do I give a Celery task an explicit name? Thx!! :) 👍🏽",
 ])
 def test_the_question_in_conversational_framing_restates_it(framed):
     assert wording(framed) == wording(RECORDED)
