@@ -95,6 +95,7 @@ def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     "Hi 👋 how do I give a Celery task an explicit name?",
     "Hey! 👋👋 How do I give a Celery task an explicit name?! Thanks 🙏",
     "How do I give a Celery task an explicit name? Thx!! :) 👍🏽",
+    "How do I give a Celery task an explicit name? =] :'-(",
 ])
 def test_the_question_in_conversational_framing_restates_it(framed):
     assert wording(framed) == wording(RECORDED)
