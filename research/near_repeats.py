@@ -6,7 +6,7 @@
 Repeat traffic is this product's point, yet the hard sets the scorer is fitted on hold no
 repeat: their same-need rewordings avoid the question's words and their near misses reuse them.
 This study records one active trail per item of a corpus (its question, citing its gold
-section), as the replay does, then recalls each item's question again in seven forms:
+section), as the replay does, then recalls each item's question again in eight forms:
 
 - ``verbatim``: the question itself;
 - ``function_words``: one function word swapped ("how do I" → "how can I", "what is" → "what's",
@@ -15,11 +15,13 @@ section), as the replay does, then recalls each item's question again in seven f
 - ``prefixed``: "Quick question: " in front;
 - ``greeted``: "Hi! " in front and " Thanks." after;
 - ``emoji``: "Hi 👋 " in front and " 🙂" after;
+- ``typo``: two letters swapped in the middle of its longest word (5 letters or more), as a
+  hurried typist does;
 - ``last_word_dropped``: the question without its last word.
 
 The first three say the same thing as the recorded question (``evidence.restates``), and so do the
-next three, whose framing normalisation leaves out (``text.without_framing``); the last takes away
-a word, which the scorer judges. It also asks each item's first same-need rewording and first
+next three, whose framing normalisation leaves out (``text.without_framing``); the last two
+misspell or take away a word, which the scorer judges. It also asks each item's first same-need rewording and first
 close-but-different question plain and in the three framings (``framed``). Per form: the recorded
 trail served as text (prefetch), as a hint, another trail served as text or hint, or a miss. Writes
 ``reports/near_repeats/<corpus>.json``. Research only: product code never imports this module.
@@ -44,7 +46,8 @@ from typing import Any
 from research.corpora import CORPORA
 from research.splits import REPO_ROOT
 
-FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "emoji", "last_word_dropped")
+FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "emoji", "typo",
+         "last_word_dropped")
 OUTCOMES = ("own_prefetch", "own_hint", "other_prefetch", "other_hint", "miss")
 _SWAPS = ((r"^how do i\b", "how can i"), (r"^what is\b", "what's"), (r"^can i\b", "could i"),
           (r"^how does\b", "how can"), (r"^is it possible to\b", "can i"))
@@ -65,6 +68,10 @@ def forms_of(question: str) -> dict[str, str]:
         out["article_dropped"] = dropped
     framings = framed(q)
     out["prefixed"], out["greeted"], out["emoji"] = framings["prefixed"], framings["greeted"], framings["emoji"]
+    longest = max(re.findall(r"[A-Za-z]+", q), key=len, default="")
+    if len(longest) >= 5:
+        m = len(longest) // 2
+        out["typo"] = q.replace(longest, longest[:m - 1] + longest[m] + longest[m - 1] + longest[m + 1:], 1)
     words = q.rstrip("?. ").split()
     if len(words) > 2:
         out["last_word_dropped"] = " ".join(words[:-1]) + "?"

@@ -369,7 +369,7 @@ def decide(
         # rewordings and near misses, never on a question asked again, and must not
         # second-guess it.
         scored.same_question = bool(candidate.query_normalised) and (
-            candidate.query_normalised == query or restates(asked, context.question))
+            candidate.query_normalised == query or restates(asked, context.question, idf))
         scorer = scorer_for(scored.trail_coverage, document=policy.scorer, question=policy.question_scorer,
                             rivals_known=bool(scored.features[RIVAL_KNOWN]))
         scored.confidence = 1.0 if scored.same_question else section_route_confidence(

@@ -187,13 +187,36 @@ class TextEvidence:
         return self.numbers | self.identifiers
 
 
-def restates(query: TextEvidence, question: TextEvidence) -> bool:
+def restates(query: TextEvidence, question: TextEvidence, idf: Idf | None = None) -> bool:
     """Whether ``query`` is ``question`` put in other words: the same words say what each asks,
     in the same order (``text.question_wording``: "how can I …" for "how do I …"). Such a query
     asks what the recorded question asked, as the very same question does; the scorer, fitted
     on rewordings and near misses that share few or many words, is not asked. An empty wording
-    (a redacted trail) restates nothing."""
-    return bool(question.wording) and query.wording == question.wording
+    (a redacted trail) restates nothing. With the tenant's ``idf``, one word mistyped counts as
+    that word (``_mistyped``)."""
+    if not question.wording:
+        return False
+    if query.wording == question.wording:
+        return True
+    if idf is None or len(query.wording) != len(question.wording):
+        return False
+    differ = [(a, r) for a, r in zip(query.wording, question.wording, strict=True) if a != r]
+    return len(differ) == 1 and _mistyped(*differ[0], idf=idf)
+
+
+# A mistyped word is this long at least: shorter ones swapped are too often other words.
+MIN_TYPO_LETTERS = 5
+
+
+def _mistyped(asked: str, recorded: str, *, idf: Idf) -> bool:
+    """Whether ``asked`` is ``recorded`` with two neighbouring letters swapped ("expilcit" for
+    "explicit"), a word of ``MIN_TYPO_LETTERS`` letters or more that no section of the tenant
+    holds: a word its documents use ("trial" beside "trail") is a word, not a slip. Not fitted."""
+    if len(asked) != len(recorded) or len(asked) < MIN_TYPO_LETTERS or not asked.isalpha():
+        return False
+    at = [i for i, (a, r) in enumerate(zip(asked, recorded, strict=True)) if a != r]
+    return (len(at) == 2 and at[1] == at[0] + 1 and asked[at[0]] == recorded[at[1]]
+            and asked[at[1]] == recorded[at[0]] and not any(idf.df.get(t, 0) for t in content_words(asked)))
 
 
 def specifics_unexplained(query: str, trail_question: str, cited_text: str | None) -> float:

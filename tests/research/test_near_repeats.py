@@ -20,9 +20,11 @@ def test_the_forms_of_a_question_and_which_of_them_restate_it():
         "prefixed": "Quick question: " + q,
         "greeted": f"Hi! {q} Thanks.",
         "emoji": f"Hi 👋 {q} 🙂",
+        "typo": "How do I give a Celery task an expilcit name?",
         "last_word_dropped": "How do I give a Celery task an explicit?",
     }
-    # All but the last say the same thing (the framing is left out); the last takes away a word.
+    # All but the last two say the same thing (the framing is left out); those misspell or take
+    # away a word.
     assert [f for f, text in forms.items() if _restates(text, q)] == ["verbatim", "function_words",
                                                                       "article_dropped", "prefixed", "greeted",
                                                                       "emoji"]
@@ -31,7 +33,7 @@ def test_the_forms_of_a_question_and_which_of_them_restate_it():
 def test_a_form_that_does_not_apply_is_absent():
     forms = forms_of("Why does the worker restart after each task?")
     assert "function_words" not in forms and "article_dropped" in forms
-    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted", "emoji"}
+    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted", "emoji", "typo"}
 
 
 def test_an_answer_counts_as_the_own_trail_another_or_a_miss():

@@ -161,3 +161,46 @@ def test_a_question_stored_with_its_framing_reads_without_it():
     d = decide(query=normalise_query("How can I give a Celery task an explicit name?"),
                candidates=[recorded], policy=POLICY, budget=1000, idf=Idf(sections=10, df={}))
     assert (d.outcome, d.trail_id, d.confidence) == (Outcome.PREFETCH, "t1", 1.0)
+
+
+# One word mistyped (two neighbouring letters swapped) is that word when no section holds it.
+TYPO = "How do I give a Celery task an expilcit name?"
+UNKNOWN = Idf(sections=10, df={})
+
+
+def test_a_question_asked_again_with_one_word_mistyped_restates_it():
+    assert same_with(TYPO, RECORDED, UNKNOWN)
+    assert same_with("How do I give a Celery task an explicit nmae?", RECORDED, UNKNOWN) is False  # 4 letters
+
+
+@pytest.mark.parametrize(("asked", "idf"), [
+    # A word the tenant's sections hold is a word, not a slip ("trial" beside "trail").
+    ("How do I start a trial?", Idf(sections=10, df={"trial": 2})),
+    # Two slips, a letter replaced rather than swapped, letters swapped apart: another question.
+    ("How do I gvie a Celery task an expilcit name?", UNKNOWN),
+    ("How do I give a Celery task an explizit name?", UNKNOWN),
+    ("How do I give a Celery task an txplicie name?", UNKNOWN),
+])
+def test_what_is_not_one_slip_of_the_same_word_does_not_restate(asked, idf):
+    recorded = "How do I start a trail?" if "trial" in asked else RECORDED
+    assert not same_with(asked, recorded, idf)
+
+
+def test_without_the_tenants_sections_a_slip_is_not_read_as_the_word():
+    assert not same(TYPO, RECORDED)
+
+
+def same_with(a: str, b: str, idf: Idf) -> bool:
+    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)), idf)
+
+
+def test_decide_serves_the_recorded_trail_to_its_question_asked_with_a_slip():
+    recorded = Candidate("t1", 0.93, normalise_query(RECORDED), [], (_cited("names"),))
+    other = Candidate("t2", 0.94, "how do i name tasks automatically", [], (_cited("auto"),))
+    d = decide(query=normalise_query(TYPO), candidates=[other, recorded], policy=POLICY, budget=1000, idf=UNKNOWN)
+    assert (d.outcome, d.reason, d.trail_id, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, "t1", 1.0)
+    # The tenant's sections use the word as typed: the scorer judges (nothing convincing here).
+    known = Idf(sections=10, df={"expilcit": 1})
+    assert not same_with(TYPO, RECORDED, known)
+    d = decide(query=normalise_query(TYPO), candidates=[other, recorded], policy=POLICY, budget=1000, idf=known)
+    assert d.outcome != Outcome.PREFETCH
