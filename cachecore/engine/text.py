@@ -28,10 +28,14 @@ def normalise_query(query: str) -> str:
 # excepted: "should I" asks for advice, "can I" for a possibility), "please". Interrogatives,
 # pronouns, prepositions and negations all stay: "why" is not "how", "to" is not "from".
 PHRASING_WORDS = frozenset("a an the is are am be do does did can could would please".split())
+# An emoticon (lower case): eyes, an optional tear and nose, then a mouth of punctuation.
+_EMOTICON_EYES = r"[:;=]'?-?"
+_EMOTICON_MOUTH = r"[()/\\|\[\]]"
 # A word (letters and digits of any script, joined by - . or '; "c++", "c#" keep their signs),
 # an emoticon made of punctuation standing alone ("what does the :( emoticon mean"), or any other
 # symbol that is not punctuation ("what does ~ mean").
-_WORDING_TOKEN = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|(?<!\S)[:;=]'?-?[()/\\|\[\]](?!\S)|[^\w\s.,;:!?\"'()-]")
+_WORDING_TOKEN = re.compile(rf"[^\W_]+(?:[-.'][^\W_]+)*[+#]*|(?<!\S){_EMOTICON_EYES}{_EMOTICON_MOUTH}(?!\S)"
+                            r"|[^\w\s.,;:!?\"'()-]")
 # A yes/no question's leading auxiliary says what it asks: "can jellyfish change colour?" (can
 # they) is not "do jellyfish change colour?" (do they). It stays, as its class ("could" is "can").
 _LEADING_AUXILIARY = {"can": "can", "could": "can", "do": "do", "does": "do", "did": "did", "is": "is",
@@ -51,8 +55,9 @@ _IS_CONTRACTED = frozenset({"what's", "where's", "how's", "who's", "when's", "wh
 # modifies them (zero-width joiner, variation selectors, keycap). After the question's end
 # punctuation, or between a greeting and the question, they decorate it ("…? 🙂", "hi 👋 how …");
 # before its end they stay words of it ("what does this emoji mean ✊?").
+_PICTOGRAPH_RANGES = (("\U0001F000", "\U0001FAFF"), ("\u2600", "\u27BF"))
 _PICTOGRAPH_MARKS = "\u2B50\u2B55\u200D\uFE0E\uFE0F\u20E3"
-_PICTOGRAPHS = f"\U0001F000-\U0001FAFF\u2600-\u27BF{_PICTOGRAPH_MARKS}"  # as _is_pictograph reads them
+_PICTOGRAPHS = "".join(f"{first}-{last}" for first, last in _PICTOGRAPH_RANGES) + _PICTOGRAPH_MARKS
 _SET_OFF = f"[,:;!.\u2013\u2014\\-{_PICTOGRAPHS}]"
 _SET_OFF_LEAD = re.compile(
     r"(?:hi|hello|hey|hiya|greetings|ok|okay|so|sorry|excuse me|"
@@ -69,8 +74,8 @@ _LEAD_IN = re.compile(
 _THANKS = ("thanks", "thank you", "thx", "ty", "cheers", "tia", "thanks in advance", "thank you in advance",
            "many thanks", "thanks a lot", "thank you very much")
 _QUESTION_END = ".?!,;:"
-# The common emoticons (lower case): eyes, an optional tear and nose, a mouth; and a few others.
-_EMOTICON = re.compile(r"[:;=]'?-?[()/\\|\[\]dpo]|xd|\^_?\^|<3")
+# The common emoticons: the faces above (a mouth may also be d, p or o), and a few others.
+_EMOTICON = re.compile(rf"{_EMOTICON_EYES}(?:{_EMOTICON_MOUTH}|[dpo])|xd|\^_?\^|<3")
 _EMOTICON_WIDTHS = (2, 3, 4)
 
 
@@ -128,7 +133,7 @@ def _decoration_from(text: str, start: int, end: int) -> int:
 
 
 def _is_pictograph(ch: str) -> bool:
-    return "\U0001F000" <= ch <= "\U0001FAFF" or "\u2600" <= ch <= "\u27BF" or ch in _PICTOGRAPH_MARKS
+    return ch in _PICTOGRAPH_MARKS or any(first <= ch <= last for first, last in _PICTOGRAPH_RANGES)
 
 
 def question_wording(normalised: str) -> tuple[str, ...]:

@@ -29,8 +29,8 @@ def wording(q: str) -> tuple[str, ...]:
     return question_wording(normalise_query(q))
 
 
-def same(a: str, b: str) -> bool:
-    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)))
+def same(a: str, b: str, idf: Idf | None = None) -> bool:
+    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)), idf)
 
 
 @pytest.mark.parametrize("asked_again", [
@@ -169,8 +169,8 @@ UNKNOWN = Idf(sections=10, df={})
 
 
 def test_a_question_asked_again_with_one_word_mistyped_restates_it():
-    assert same_with(TYPO, RECORDED, UNKNOWN)
-    assert same_with("How do I give a Celery task an explicit nmae?", RECORDED, UNKNOWN) is False  # 4 letters
+    assert same(TYPO, RECORDED, UNKNOWN)
+    assert same("How do I give a Celery task an explicit nmae?", RECORDED, UNKNOWN) is False  # 4 letters
 
 
 @pytest.mark.parametrize(("asked", "idf"), [
@@ -183,15 +183,11 @@ def test_a_question_asked_again_with_one_word_mistyped_restates_it():
 ])
 def test_what_is_not_one_slip_of_the_same_word_does_not_restate(asked, idf):
     recorded = "How do I start a trail?" if "trial" in asked else RECORDED
-    assert not same_with(asked, recorded, idf)
+    assert not same(asked, recorded, idf)
 
 
 def test_without_the_tenants_sections_a_slip_is_not_read_as_the_word():
     assert not same(TYPO, RECORDED)
-
-
-def same_with(a: str, b: str, idf: Idf) -> bool:
-    return restates(TextEvidence.of(normalise_query(a)), TextEvidence.of(normalise_query(b)), idf)
 
 
 def test_decide_serves_the_recorded_trail_to_its_question_asked_with_a_slip():
@@ -201,6 +197,6 @@ def test_decide_serves_the_recorded_trail_to_its_question_asked_with_a_slip():
     assert (d.outcome, d.reason, d.trail_id, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, "t1", 1.0)
     # The tenant's sections use the word as typed: the scorer judges (nothing convincing here).
     known = Idf(sections=10, df={"expilcit": 1})
-    assert not same_with(TYPO, RECORDED, known)
+    assert not same(TYPO, RECORDED, known)
     d = decide(query=normalise_query(TYPO), candidates=[other, recorded], policy=POLICY, budget=1000, idf=known)
     assert d.outcome != Outcome.PREFETCH
