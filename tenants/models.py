@@ -24,8 +24,8 @@ class AdmissionPolicy(models.TextChoices):
 # by research/match_calibration.py; tests/cachecore/test_match_scorer.py keeps them equal).
 DEFAULT_SIMILARITY_THRESHOLD = 0.3
 DEFAULT_COVERAGE_FLOOR = 0.32
-DEFAULT_PREFETCH_CONFIDENCE = 0.88
-DEFAULT_HINT_CONFIDENCE = 0.19
+DEFAULT_PREFETCH_CONFIDENCE = 0.87
+DEFAULT_HINT_CONFIDENCE = 0.2
 
 
 class MatchMode(models.TextChoices):
