@@ -687,9 +687,12 @@ def _cite_same(a: dict[str, Any], b: dict[str, Any], sections: dict[str, frozens
     return cites_a <= cites_b or cites_b <= cites_a
 
 
-def nearer_wording_study(paths: Sequence[Path], *, cuts: Sequence[float], hint: float = 0.19) -> dict[str, Any]:
+def nearer_wording_study(paths: Sequence[Path], *, cuts: Sequence[float], hint: float | None = None) -> dict[str, Any]:
     """``nearer_wording_decisions`` for each rows file of a replay corpus at each cut, without
-    and with the rule (docs/evaluation.md, "A nearer wording of the same sections")."""
+    and with the rule (docs/evaluation.md, "A nearer wording of the same sections"); ``hint``:
+    the shipped scorer's hint cut unless given."""
+    if hint is None:
+        hint = json.loads(SCORER_JSON.read_text(encoding="utf-8"))["hint_confidence"]
     result: dict[str, Any] = {}
     for path in paths:
         rows = load_rows([path])
@@ -750,7 +753,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     nw = sub.add_parser("nearer", help="the nearer-wording rule offline: decisions from collected rows at "
                                        "each cut, without and with it")
     nw.add_argument("rows", nargs="+", type=Path)
-    nw.add_argument("--cuts", default="0.88,0.89,0.90,0.92,0.94")
+    nw.add_argument("--cuts", default="0.87,0.88,0.89,0.90,0.92,0.94")
     args = parser.parse_args(argv)
     if args.cmd == "nearer":
         study = nearer_wording_study(args.rows, cuts=[float(x) for x in args.cuts.split(",")])
