@@ -9,7 +9,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # A deployment starts gunicorn and celery itself, in production mode (the default).
 export TRAILCACHE_DEV := true
 
-.PHONY: setup run test lint bench bench-growth eval cluster-demo clean-data chaos load results
+.PHONY: setup run test lint bench bench-growth eval refit cluster-demo clean-data chaos load results
 
 $(VENV)/.installed: requirements.txt requirements-research.txt requirements-dev.txt requirements-nodeps.txt clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,21 @@ eval: setup
 	$(PY) -m research.calibration_replay --corpus click $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus pytest --labels accepted $(REPLAY_ARGS)
 	$(PY) -m research.near_repeats --corpus celery
+
+# The matching scorers fitted again on the shipped model (after a model or evidence change): the
+# calibration rows of the FAQ, Celery and Flask sets and QQP's calibration side, then the document
+# scorer's fit and the question scorer's cuts, written to cachecore/engine/*_scorer.json. pytest's and
+# Click's sets are never fitted on. The tenant defaults then need a migration
+# (tests/cachecore/test_match_scorer.py fails until they equal the file) - docs/matching.md.
+refit: setup
+	$(PY) -m research.match_calibration collect --corpus faq
+	$(PY) -m research.match_calibration collect --corpus celery
+	$(PY) -m research.match_calibration collect --corpus flask
+	$(PY) -m research.qqp_cache --side calibration --explain --quiet --out reports/calibration/qqp-cal
+	$(PY) -m research.match_calibration fit reports/calibration/faq-rows.jsonl reports/calibration/celery-rows.jsonl \
+	  reports/calibration/flask-rows.jsonl --target-false 0.04 --write
+	$(PY) -m research.match_calibration cuts reports/calibration/faq-rows.jsonl reports/calibration/qqp-cal/details.jsonl \
+	  --regime question --target-false 0.03 --write
 
 # Two web nodes and two Celery workers on free ports against one PostgreSQL (DATABASE_URL, else the
 # embedded server; a database of the demo's own) and a throw-away redis-server: prints a table,
