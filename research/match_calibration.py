@@ -692,7 +692,9 @@ def nearer_wording_study(paths: Sequence[Path], *, cuts: Sequence[float], hint: 
     and with the rule (docs/evaluation.md, "A nearer wording of the same sections"); ``hint``:
     the shipped scorer's hint cut unless given."""
     if hint is None:
-        hint = json.loads(SCORER_JSON.read_text(encoding="utf-8"))["hint_confidence"]
+        from cachecore.engine.scorer import MatchScorer
+
+        hint = MatchScorer.load(SCORER_JSON).hint_confidence
     result: dict[str, Any] = {}
     for path in paths:
         rows = load_rows([path])

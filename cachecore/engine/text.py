@@ -76,7 +76,7 @@ _THANKS = ("thanks", "thank you", "thx", "ty", "cheers", "tia", "thanks in advan
 _QUESTION_END = ".?!,;:"
 # The common emoticons: the faces above (a mouth may also be d, p or o), and a few others.
 _EMOTICON = re.compile(rf"{_EMOTICON_EYES}(?:{_EMOTICON_MOUTH}|[dpo])|xd|\^_?\^|<3")
-_EMOTICON_WIDTHS = (2, 3, 4)
+_EMOTICON_WIDTHS = (2, 3, 4)  # the lengths _EMOTICON matches (":)" … ":'-(")
 
 
 def without_framing(text: str) -> str:
