@@ -356,6 +356,11 @@ class RecallEvent(models.Model):
     # logged before it was kept): a record citing a trail served beside the best one learns at
     # that trail's own confidence.
     trail_confidences = ArrayField(models.FloatField(), default=list, db_default=Value("{}"), blank=True)
+    # The most confident candidates the answer did not name (``PASSED_OVER``), best first, with
+    # their confidences: a record that cites one of them instead of what was offered teaches it a
+    # positive for the question asked again (services/trails.py). Empty on rows logged before.
+    passed_trail_ids = ArrayField(models.UUIDField(), default=list, db_default=Value("{}"), blank=True)
+    passed_confidences = ArrayField(models.FloatField(), default=list, db_default=Value("{}"), blank=True)
     # Filled by the record that names this recall_id.
     recorded_trail = models.ForeignKey(Trail, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                        db_constraint=False)

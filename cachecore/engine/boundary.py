@@ -81,6 +81,38 @@ def cited_offer(offered: Sequence[str], confidences: Sequence[float], cited_trai
     return None
 
 
+# How many of the candidates an answer did not name the recall log keeps, most confident first.
+PASSED_OVER = 3
+
+
+def passed_over(scored: Iterable[tuple[str, float]], named: AbstractSet[str]) -> list[tuple[str, float]]:
+    """The candidates (trail id, confidence) an answer did not name, most confident first, at
+    most ``PASSED_OVER``: a record that cites one of them instead of what was offered says that
+    the agent chose it for this question (``passed_over_cited``)."""
+    rest = sorted(((t, c) for t, c in scored if t not in named), key=lambda tc: tc[1], reverse=True)
+    return rest[:PASSED_OVER]
+
+
+def passed_over_cited(passed: Sequence[str], confidences: Sequence[float],
+                      cited_trails: AbstractSet[str]) -> tuple[str, float] | None:
+    """The passed-over candidate a record teaches, with its logged confidence: the first of
+    ``passed`` (most confident first) whose own sections the record cited; None when none was."""
+    for trail_id, confidence in zip(passed, confidences, strict=False):
+        if trail_id in cited_trails:
+            return trail_id, confidence
+    return None
+
+
+def keeps_negative(*, decided_outcome: str, chosen_instead: bool) -> bool:
+    """Whether a recall that sets a negative keeps it as its exemplar (a recall keeps one). An
+    offer served as text keeps its negative: it holds that text back for queries like the
+    recall's. A hint's negative sits under the cut the hint was offered at and holds nothing back
+    until the cut falls under it; when the record cited a candidate the answer passed over, the
+    recall keeps that candidate's positive instead, so that the question asked again is served
+    what the agent chose."""
+    return decided_outcome == "prefetch" or not chosen_instead
+
+
 def asked_before(*, cited: float | None, boundary: float | None, confidence: float, hint_confidence: float) -> bool:
     """Whether a candidate is the trail an agent cited for this very question before: a positive's
     bar (``cited``) met, never under the hint cut, and no negative like the query holding it back.

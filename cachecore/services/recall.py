@@ -23,7 +23,7 @@ from django.utils import timezone
 from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
-from cachecore.engine.boundary import CONFIDENCE_DECIMALS
+from cachecore.engine.boundary import CONFIDENCE_DECIMALS, passed_over
 from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, Policy, Reason, RecallDecision, decide
 from cachecore.engine.evidence import FEATURES, Idf, rivals_complete
 from cachecore.engine.outcome import Outcome
@@ -217,9 +217,12 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
     confidence_of = {s.trail_id: s.confidence for s in decision.scored}
+    passed = passed_over(confidence_of.items(), set(hit))
     log_recall({
         "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": [] if shadow else hit,
         "trail_ids": hit, "trail_confidences": [round(confidence_of[t], CONFIDENCE_DECIMALS) for t in hit],
+        "passed_trail_ids": [t for t, _ in passed],
+        "passed_confidences": [round(c, CONFIDENCE_DECIMALS) for _, c in passed],
         "id": recall_id, "scope": scope, "query": query, "subject": subject,
         "trail": None if shadow else decision.trail_id,
         "outcome": str(Outcome.MISS) if shadow else str(decision.outcome),

@@ -66,13 +66,14 @@ WRITE_SQL = """
         WHERE tenant_id = %(tenant)s AND id = ANY(%(stale)s::uuid[] || %(hit)s::uuid[])
     )
     INSERT INTO cachecore_recallevent (
-        id, tenant_id, scope, query, subject, trail_id, trail_ids, trail_confidences, outcome, shadow_outcome,
-        miss_reason, reason,
+        id, tenant_id, scope, query, subject, trail_id, trail_ids, trail_confidences, passed_trail_ids,
+        passed_confidences, outcome, shadow_outcome, miss_reason, reason,
         confidence, similarity, coverage, escalated, asked_again, latency_ms, served_ids, offered_ids, created_at
     )
     SELECT %(id)s, %(tenant)s, %(scope)s, %(query)s, %(subject)s,
            (SELECT id FROM cachecore_trail WHERE tenant_id = %(tenant)s AND id = %(trail)s::uuid),
-           %(trail_ids)s::uuid[], %(trail_confidences)s::float8[], %(outcome)s,
+           %(trail_ids)s::uuid[], %(trail_confidences)s::float8[], %(passed_trail_ids)s::uuid[],
+           %(passed_confidences)s::float8[], %(outcome)s,
            %(shadow_outcome)s,
            %(miss_reason)s, %(reason)s, %(confidence)s, %(similarity)s, %(coverage)s, %(escalated)s,
            %(asked_again)s, %(latency)s, %(served)s::varchar[], %(offered)s::varchar[], %(now)s

@@ -17,9 +17,11 @@ from cachecore.engine.boundary import (
     bar_after_citation,
     boundary_after,
     cited_offer,
+    keeps_negative,
     learns_negative,
     learns_positive,
     negative_bar,
+    passed_over_cited,
     positive_bar,
 )
 from cachecore.engine.outcome import SectionState, section_state
@@ -189,33 +191,47 @@ def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited:
     entry as an exemplar: a negative for the best trail when the offer went uncited for other
     sections; when an offered trail's own sections were cited (the best one's, or else one served
     beside it: merged, or the ambiguous rival), a positive for that trail for the same question
-    asked again, and the bars of its negatives like it lowered. Without the recall's query
-    (redacted) an exemplar has nothing to be local to and is not kept."""
+    asked again, and the bars of its negatives like it lowered. When the record cited instead a
+    candidate the answer passed over (``passed_trail_ids``), that candidate learns the same, and
+    the recall keeps its positive rather than a hint's negative (``keeps_negative``). Without the
+    recall's query (redacted) an exemplar has nothing to be local to and is not kept."""
     trail_id = decided_trail(event)
     if trail_id is None or event.confidence is None:
         return
     outcome = _decided_outcome(event)
-    if learns_negative(decided_outcome=outcome, label=label, cited_any=bool(cited)):
-        if query_embedding is not None:
-            _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=False,
-                           bar=negative_bar(event.confidence), embedding=query_embedding)
-        return
-    if not label:
-        return
-    offered, confidences = [str(t) for t in event.trail_ids], list(event.trail_confidences)
-    if not offered or offered[0] != trail_id:   # recall logs the best one first; else teach it alone
-        offered, confidences = [trail_id], []
-    cited_trails = {str(t) for t in Citation.objects.filter(
-        tenant=tenant, trail_id__in=offered, section_id__in=list(cited)).values_list("trail_id", flat=True)}
-    offer = cited_offer(offered, confidences, cited_trails, decided_confidence=event.confidence)
+    negative = learns_negative(decided_outcome=outcome, label=label, cited_any=bool(cited))
+    if label:
+        offered, confidences = [str(t) for t in event.trail_ids], list(event.trail_confidences)
+        if not offered or offered[0] != trail_id:   # recall logs the best one first; else teach it alone
+            offered, confidences = [trail_id], []
+        offer = cited_offer(offered, confidences, _citing(tenant, offered, cited),
+                            decided_confidence=event.confidence)
+    elif negative:
+        passed = [str(t) for t in event.passed_trail_ids]
+        offer = passed_over_cited(passed, event.passed_confidences, _citing(tenant, passed, cited))
+    else:
+        offer = None
+    keep_negative = negative and keeps_negative(decided_outcome=outcome, chosen_instead=offer is not None)
+    if keep_negative and query_embedding is not None:
+        _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=False,
+                       bar=negative_bar(event.confidence), embedding=query_embedding)
     if offer is None:
         return
     cited_trail, confidence = offer
     trail_boundary_learn(tenant=tenant, trail_id=cited_trail, confidence=confidence, cited=True,
                          query_embedding=query_embedding)
-    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label):
+    positive = learns_positive(decided_outcome=outcome, label=label) or (negative and not keep_negative)
+    if query_embedding is not None and positive:
         _exemplar_keep(tenant=tenant, event=event, trail_id=cited_trail, cited=True,
                        bar=positive_bar(confidence), embedding=query_embedding)
+
+
+def _citing(tenant: Tenant, trail_ids: list[str], cited: set[str]) -> set[str]:
+    """Which of ``trail_ids`` cite some of the ``cited`` sections (one query; none when empty)."""
+    if not trail_ids or not cited:
+        return set()
+    return {str(t) for t in Citation.objects.filter(
+        tenant=tenant, trail_id__in=trail_ids, section_id__in=list(cited)).values_list("trail_id", flat=True)}
 
 
 def _exemplar_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, cited: bool, bar: float,

@@ -106,3 +106,53 @@ def test_the_trail_served_beside_the_best_one_that_the_agent_cited_is_served_whe
     again = caller.recall(BOTH)
     assert (again["outcome"], again["reason"], again["trail_id"]) == ("prefetch", "match", logs), again
     assert [s.get("text") for s in again["sections"]] == [TEXT["doc#logging"]]
+
+
+def test_a_candidate_the_answer_passed_over_that_the_agent_cited_is_served_when_asked_again(caller):
+    """The answer named the configuration trail only (a hint); the agent answered from the log
+    section, which another trail cites and the recall scored but did not name. That trail is what
+    this question asked for: the question asked again is served its text, and the hint's own
+    negative (a bar under the cut it was offered at) is not what the recall keeps."""
+    caller.upsert(TEXT)
+    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
+    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.99, 0.01
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    first = caller.recall(SAME_NEED)
+    assert (first["outcome"], first["trails"]) == ("hint", [config]), first
+    event = RecallEvent.objects.get(pk=first["recall_id"])
+    assert [str(t) for t in event.passed_trail_ids] == [logs], event.passed_trail_ids
+    assert len(event.passed_confidences) == 1 and event.passed_confidences[0] >= 0.01
+
+    caller.record(query=SAME_NEED, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
+    event.refresh_from_db()
+    assert event.offered_cited is False   # the label of the offer is unchanged: uncited
+    assert (str(event.exemplar_for), event.exemplar_cited) == (logs, True)
+    assert abs(event.exemplar_bar - (event.passed_confidences[0] - RECOVERY_MARGIN)) < 1e-6
+    assert Trail.objects.get(pk=logs).has_positives and Trail.objects.get(pk=config).prefetch_boundary is None
+
+    _paused(caller)
+    again = caller.recall(SAME_NEED)
+    assert (again["outcome"], again["reason"], again["trail_id"]) == ("prefetch", "match", logs), again
+    assert [s.get("text") for s in again["sections"]] == [TEXT["doc#logging"]]
+    # A rewording is judged as before (paused: a hint at most).
+    assert caller.recall(REWORDED)["outcome"] != "prefetch"
+
+
+def test_a_served_text_the_agent_left_uncited_keeps_its_negative_over_a_passed_over_positive(caller):
+    """Text served and left uncited holds that text back for queries like the recall's, which
+    a passed-over candidate's positive must not displace."""
+    caller.upsert(TEXT)
+    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
+    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.02, 0.01
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    first = caller.recall(SAME_NEED)
+    assert (first["outcome"], first["trails"]) == ("prefetch", [config]), first
+    assert [str(t) for t in RecallEvent.objects.get(pk=first["recall_id"]).passed_trail_ids] == [logs]
+    caller.record(query=SAME_NEED, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
+    event = RecallEvent.objects.get(pk=first["recall_id"])
+    assert (str(event.exemplar_for), event.exemplar_cited) == (config, False)
+    assert not Trail.objects.get(pk=logs).has_positives
+    held = caller.recall(SAME_NEED)
+    assert not (held["outcome"] == "prefetch" and held["trail_id"] == config), held

@@ -1,7 +1,8 @@
-"""Per-trail bars from negatives (no database)."""
+"""Per-trail bars from negatives and positives, and what a labelled recall teaches (no database)."""
 
 from cachecore.engine.boundary import (
     LOCAL_SIMILARITY,
+    PASSED_OVER,
     RECOVERY_MARGIN,
     alike,
     asked_before,
@@ -9,9 +10,12 @@ from cachecore.engine.boundary import (
     blocks_prefetch,
     boundary_after,
     cited_offer,
+    keeps_negative,
     learns_negative,
     local_bar,
     negative_bar,
+    passed_over,
+    passed_over_cited,
 )
 
 
@@ -102,3 +106,23 @@ def test_asked_before_needs_the_positives_bar_the_hint_cut_and_no_negative_like_
     assert not asked_before(cited=None, boundary=None, confidence=0.99, hint_confidence=0.2)
     assert not asked_before(cited=0.1, boundary=None, confidence=0.15, hint_confidence=0.2)
     assert not asked_before(cited=0.7, boundary=0.72, confidence=0.72, hint_confidence=0.2)
+
+
+def test_passed_over_keeps_the_most_confident_candidates_the_answer_did_not_name():
+    scored = [("a", 0.9), ("b", 0.2), ("c", 0.7), ("d", 0.5), ("e", 0.6)]
+    assert passed_over(scored, {"a"}) == [("c", 0.7), ("e", 0.6), ("d", 0.5)][:PASSED_OVER]
+    assert passed_over(scored, {t for t, _ in scored}) == []
+    assert passed_over([], set()) == []
+
+
+def test_the_first_passed_over_candidate_the_record_cited_is_taught():
+    assert passed_over_cited(["c", "e", "d"], [0.7, 0.6, 0.5], {"d", "e"}) == ("e", 0.6)
+    assert passed_over_cited(["c", "e"], [0.7, 0.6], {"x"}) is None
+    assert passed_over_cited([], [], {"x"}) is None
+
+
+def test_a_served_texts_negative_is_kept_and_a_hints_gives_way_to_the_agents_choice():
+    assert keeps_negative(decided_outcome="prefetch", chosen_instead=True)
+    assert keeps_negative(decided_outcome="prefetch", chosen_instead=False)
+    assert keeps_negative(decided_outcome="hint", chosen_instead=False)
+    assert not keeps_negative(decided_outcome="hint", chosen_instead=True)

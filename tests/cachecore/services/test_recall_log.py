@@ -38,7 +38,8 @@ def _write_params(tenant, **overrides) -> dict:
     from django.utils import timezone
 
     return {"now": timezone.now(), "tenant": tenant.pk, "stale": [], "hit": [], "trail_ids": [],
-            "trail_confidences": [], "scope": "default", "query": "q", "subject": "", "trail": None,
+            "trail_confidences": [], "passed_trail_ids": [], "passed_confidences": [],
+            "scope": "default", "query": "q", "subject": "", "trail": None,
             "outcome": "miss", "shadow_outcome": "",
             "miss_reason": "no_candidate", "reason": "no_match", "confidence": 0.0, "similarity": 0.0,
             "coverage": 0.0, "escalated": False, "asked_again": False, "latency": 1.0, "served": [], "offered": [],
