@@ -314,7 +314,7 @@ MissReason = choices_of("MissReason", engine_outcome.MissReason,
 # The exemplar columns of a recall log entry that keeps none (``RecallEvent.objects...update(**NO_EXEMPLAR)``):
 # a negative cleared by citations, an exemplar whose query is gone when the model changes.
 NO_EXEMPLAR = {"exemplar_for": None, "exemplar_cited": None, "exemplar_embedding": None, "exemplar_bar": None,
-               "exemplar_embedding_model": ""}
+               "exemplar_embedding_model": "", "chosen_for": None, "chosen_bar": None}
 
 
 class RecallEvent(models.Model):
@@ -383,6 +383,11 @@ class RecallEvent(models.Model):
     # nothing until the refresh embeds its query again (services/reembed.py).
     exemplar_embedding_model = models.CharField(max_length=100, blank=True, default="", db_default="")
     exemplar_bar = models.FloatField(null=True, blank=True)
+    # A second exemplar of the same query, always a positive, beside a negative: the candidate
+    # the answer passed over (``passed_trail_ids``) whose own sections the record cited instead of
+    # the offered ones, with its bar. It shares ``exemplar_embedding``; null otherwise.
+    chosen_for = models.UUIDField(null=True, blank=True)
+    chosen_bar = models.FloatField(null=True, blank=True)
 
     objects = ScopedQuerySet.as_manager()
 
@@ -398,6 +403,8 @@ class RecallEvent(models.Model):
             # The few recalls that are exemplars, by trail (read only for trails that have some).
             models.Index(fields=["tenant", "exemplar_for"], name="recall_exemplars",
                          condition=Q(exemplar_for__isnull=False)),
+            models.Index(fields=["tenant", "chosen_for"], name="recall_chosen",
+                         condition=Q(chosen_for__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -103,16 +103,6 @@ def passed_over_cited(passed: Sequence[str], confidences: Sequence[float],
     return None
 
 
-def keeps_negative(*, decided_outcome: str, chosen_instead: bool) -> bool:
-    """Whether a recall that sets a negative keeps it as its exemplar (a recall keeps one). An
-    offer served as text keeps its negative: it holds that text back for queries like the
-    recall's. A hint's negative sits under the cut the hint was offered at and holds nothing back
-    until the cut falls under it; when the record cited a candidate the answer passed over, the
-    recall keeps that candidate's positive instead, so that the question asked again is served
-    what the agent chose."""
-    return decided_outcome == "prefetch" or not chosen_instead
-
-
 def asked_before(*, cited: float | None, boundary: float | None, confidence: float, hint_confidence: float) -> bool:
     """Whether a candidate is the trail an agent cited for this very question before: a positive's
     bar (``cited``) met, never under the hint cut, and no negative like the query holding it back.

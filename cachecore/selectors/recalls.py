@@ -132,11 +132,14 @@ def exemplars_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple
     """A trail's exemplars (negatives and positives) as a SELECT of one row of three arrays
     (each exemplar's cosine to the query, its bar, whether it was cited; NULL when it has none)
     for a statement that defines ``QUERY_VECTOR_CTE``: ``trail`` is the SQL of the trail's id;
-    the index is not read at all unless the SQL condition ``only_if`` holds. On the partial
-    index."""
+    the index is not read at all unless the SQL condition ``only_if`` holds. A recall log entry
+    is the trail's exemplar (``exemplar_for``) or its chosen one (``chosen_for``, a positive that
+    shares the entry's embedding); on the two partial indexes."""
+    chosen = f"chosen_for = {trail}"
     return ("SELECT array_agg(1 - (exemplar_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
-            "array_agg(exemplar_bar) AS bars, array_agg(exemplar_cited IS TRUE) AS cited FROM cachecore_recallevent "
-            f"WHERE ({only_if}) AND tenant_id = %s AND exemplar_for = {trail} "
+            f"array_agg(CASE WHEN {chosen} THEN chosen_bar ELSE exemplar_bar END) AS bars, "
+            f"array_agg(({chosen}) IS TRUE OR exemplar_cited IS TRUE) AS cited FROM cachecore_recallevent "
+            f"WHERE ({only_if}) AND tenant_id = %s AND (exemplar_for = {trail} OR {chosen}) "
             "AND exemplar_embedding_model = %s"), [tenant.pk, get_embedder().version]
 
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from cachecore import resolver
@@ -17,7 +18,6 @@ from cachecore.engine.boundary import (
     bar_after_citation,
     boundary_after,
     cited_offer,
-    keeps_negative,
     learns_negative,
     learns_positive,
     negative_bar,
@@ -188,40 +188,43 @@ def decided_trail(event: RecallEvent) -> str | None:
 def trail_label_learn(*, tenant: Tenant, event: RecallEvent, label: bool, cited: set[str],
                       query_embedding: Any) -> None:
     """What one labelled recall teaches its trails (engine/boundary.py), kept on the recall's log
-    entry as an exemplar: a negative for the best trail when the offer went uncited for other
-    sections; when an offered trail's own sections were cited (the best one's, or else one served
-    beside it: merged, or the ambiguous rival), a positive for that trail for the same question
-    asked again, and the bars of its negatives like it lowered. When the record cited instead a
-    candidate the answer passed over (``passed_trail_ids``), that candidate learns the same, and
-    the recall keeps its positive rather than a hint's negative (``keeps_negative``). Without the
-    recall's query (redacted) an exemplar has nothing to be local to and is not kept."""
+    entry as exemplars: a negative for the best trail when the offer went uncited for other
+    sections, and beside it a positive for the candidate the answer passed over whose own
+    sections the record cited instead (``chosen_for``); when an offered trail's own sections were
+    cited (the best one's, or else one served beside it: merged, or the ambiguous rival), a
+    positive for that trail. A positive serves the same question asked again, and lowers the bars
+    of the trail's negatives like it. Without the recall's query (redacted) an exemplar has
+    nothing to be local to and is not kept."""
     trail_id = decided_trail(event)
     if trail_id is None or event.confidence is None:
         return
     outcome = _decided_outcome(event)
-    negative = learns_negative(decided_outcome=outcome, label=label, cited_any=bool(cited))
-    if label:
-        offered, confidences = [str(t) for t in event.trail_ids], list(event.trail_confidences)
-        if not offered or offered[0] != trail_id:   # recall logs the best one first; else teach it alone
-            offered, confidences = [trail_id], []
-        offer = cited_offer(offered, confidences, _citing(tenant, offered, cited),
-                            decided_confidence=event.confidence)
-    elif negative:
+    if learns_negative(decided_outcome=outcome, label=label, cited_any=bool(cited)):
+        if query_embedding is not None:
+            _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=False,
+                           bar=negative_bar(event.confidence), embedding=query_embedding)
         passed = [str(t) for t in event.passed_trail_ids]
-        offer = passed_over_cited(passed, event.passed_confidences, _citing(tenant, passed, cited))
-    else:
-        offer = None
-    keep_negative = negative and keeps_negative(decided_outcome=outcome, chosen_instead=offer is not None)
-    if keep_negative and query_embedding is not None:
-        _exemplar_keep(tenant=tenant, event=event, trail_id=trail_id, cited=False,
-                       bar=negative_bar(event.confidence), embedding=query_embedding)
+        chosen = passed_over_cited(passed, event.passed_confidences, _citing(tenant, passed, cited))
+        if chosen is None:
+            return
+        chosen_trail, confidence = chosen
+        trail_boundary_learn(tenant=tenant, trail_id=chosen_trail, confidence=confidence, cited=True,
+                             query_embedding=query_embedding)
+        if query_embedding is not None:
+            _chosen_keep(tenant=tenant, event=event, trail_id=chosen_trail, bar=positive_bar(confidence))
+        return
+    if not label:
+        return
+    offered, confidences = [str(t) for t in event.trail_ids], list(event.trail_confidences)
+    if not offered or offered[0] != trail_id:   # recall logs the best one first; else teach it alone
+        offered, confidences = [trail_id], []
+    offer = cited_offer(offered, confidences, _citing(tenant, offered, cited), decided_confidence=event.confidence)
     if offer is None:
         return
     cited_trail, confidence = offer
     trail_boundary_learn(tenant=tenant, trail_id=cited_trail, confidence=confidence, cited=True,
                          query_embedding=query_embedding)
-    positive = learns_positive(decided_outcome=outcome, label=label) or (negative and not keep_negative)
-    if query_embedding is not None and positive:
+    if query_embedding is not None and learns_positive(decided_outcome=outcome, label=label):
         _exemplar_keep(tenant=tenant, event=event, trail_id=cited_trail, cited=True,
                        bar=positive_bar(confidence), embedding=query_embedding)
 
@@ -252,6 +255,30 @@ def _exemplar_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, cite
             Trail.objects.filter(pk=trail.pk).update(prefetch_boundary=bar)
 
 
+def _chosen_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, bar: float) -> None:
+    """Keep ``event`` as the chosen trail's positive beside its negative (it shares the entry's
+    embedding), the trail locked and marked as having positives."""
+    with transaction.atomic():
+        trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only("pk", "has_positives").first()
+        if trail is None:
+            return
+        RecallEvent.objects.filter(tenant=tenant, pk=event.pk, exemplar_for__isnull=False).update(
+            chosen_for=trail.pk, chosen_bar=bar)
+        if not trail.has_positives:
+            Trail.objects.filter(pk=trail.pk).update(has_positives=True)
+
+
+def _negatives_clear(*, tenant: Tenant, recall_ids: list[object]) -> None:
+    """Clear negatives (their bars fell under the prefetch cut): an entry that also keeps a chosen
+    trail's positive keeps it, as its exemplar; the others keep none."""
+    chosen = Q(chosen_for__isnull=False)
+    # In this order: the promoted entries have no chosen trail any more.
+    RecallEvent.objects.filter(Q(tenant=tenant, pk__in=recall_ids) & ~chosen).update(**NO_EXEMPLAR)
+    RecallEvent.objects.filter(Q(tenant=tenant, pk__in=recall_ids) & chosen).update(
+        exemplar_for=F("chosen_for"), exemplar_cited=True, exemplar_bar=F("chosen_bar"), chosen_for=None,
+        chosen_bar=None)
+
+
 def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float | None, cited: bool,
                          query_embedding: Any = None) -> None:
     """A citation of the trail at ``confidence`` (or explicit approval): the bars of its negatives
@@ -276,7 +303,7 @@ def trail_boundary_learn(*, tenant: Tenant, trail_id: object, confidence: float 
             elif bar != neg.bar:
                 lowered[neg.recall_id] = bar
         if cleared:
-            RecallEvent.objects.filter(tenant=tenant, pk__in=cleared).update(**NO_EXEMPLAR)
+            _negatives_clear(tenant=tenant, recall_ids=cleared)
         for recall_id, bar in lowered.items():
             RecallEvent.objects.filter(tenant=tenant, pk=recall_id).update(exemplar_bar=bar)
         left = [lowered.get(n.recall_id, n.bar) for n in negatives if n.recall_id not in cleared]

@@ -111,8 +111,8 @@ def test_the_trail_served_beside_the_best_one_that_the_agent_cited_is_served_whe
 def test_a_candidate_the_answer_passed_over_that_the_agent_cited_is_served_when_asked_again(caller):
     """The answer named the configuration trail only (a hint); the agent answered from the log
     section, which another trail cites and the recall scored but did not name. That trail is what
-    this question asked for: the question asked again is served its text, and the hint's own
-    negative (a bar under the cut it was offered at) is not what the recall keeps."""
+    this question asked for: the recall keeps the hint's negative and, beside it, the log trail's
+    positive, and the question asked again is served the log trail's text."""
     caller.upsert(TEXT)
     config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
     logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
@@ -127,9 +127,11 @@ def test_a_candidate_the_answer_passed_over_that_the_agent_cited_is_served_when_
     caller.record(query=SAME_NEED, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
     event.refresh_from_db()
     assert event.offered_cited is False   # the label of the offer is unchanged: uncited
-    assert (str(event.exemplar_for), event.exemplar_cited) == (logs, True)
-    assert abs(event.exemplar_bar - (event.passed_confidences[0] - RECOVERY_MARGIN)) < 1e-6
-    assert Trail.objects.get(pk=logs).has_positives and Trail.objects.get(pk=config).prefetch_boundary is None
+    assert (str(event.exemplar_for), event.exemplar_cited) == (config, False)
+    assert abs(event.exemplar_bar - first["confidence"]) < 1e-6
+    assert str(event.chosen_for) == logs
+    assert abs(event.chosen_bar - (event.passed_confidences[0] - RECOVERY_MARGIN)) < 1e-6
+    assert Trail.objects.get(pk=logs).has_positives and not Trail.objects.get(pk=config).has_positives
 
     _paused(caller)
     again = caller.recall(SAME_NEED)
@@ -139,9 +141,11 @@ def test_a_candidate_the_answer_passed_over_that_the_agent_cited_is_served_when_
     assert caller.recall(REWORDED)["outcome"] != "prefetch"
 
 
-def test_a_served_text_the_agent_left_uncited_keeps_its_negative_over_a_passed_over_positive(caller):
-    """Text served and left uncited holds that text back for queries like the recall's, which
-    a passed-over candidate's positive must not displace."""
+def test_served_text_the_agent_left_uncited_for_a_passed_over_trail_keeps_both_lessons(caller):
+    """Text served and left uncited keeps its negative (it holds that text back for queries like
+    the recall's); the passed-over trail the agent cited gets its positive beside it. When the
+    configuration trail is later cited for a query like it and its negative is cleared, the
+    entry keeps the log trail's positive as its exemplar."""
     caller.upsert(TEXT)
     config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
     logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
@@ -149,10 +153,20 @@ def test_a_served_text_the_agent_left_uncited_keeps_its_negative_over_a_passed_o
     caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
     first = caller.recall(SAME_NEED)
     assert (first["outcome"], first["trails"]) == ("prefetch", [config]), first
-    assert [str(t) for t in RecallEvent.objects.get(pk=first["recall_id"]).passed_trail_ids] == [logs]
     caller.record(query=SAME_NEED, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
     event = RecallEvent.objects.get(pk=first["recall_id"])
-    assert (str(event.exemplar_for), event.exemplar_cited) == (config, False)
-    assert not Trail.objects.get(pk=logs).has_positives
-    held = caller.recall(SAME_NEED)
-    assert not (held["outcome"] == "prefetch" and held["trail_id"] == config), held
+    assert (str(event.exemplar_for), event.exemplar_cited, str(event.chosen_for)) == (config, False, logs)
+    assert Trail.objects.get(pk=config).prefetch_boundary == event.exemplar_bar
+    again = caller.recall(SAME_NEED)
+    assert (again["outcome"], again["trail_id"]) == ("prefetch", logs), again
+
+    # The configuration trail cited for the same question (explicit approval of a recall like it)
+    # clears its negative; the log trail's positive stays, now as the entry's exemplar.
+    caller.tenant.prefetch_confidence = 0.9
+    caller.tenant.save(update_fields=["prefetch_confidence"])
+    from cachecore.services.trails import trail_boundary_learn
+
+    trail_boundary_learn(tenant=caller.tenant, trail_id=config, confidence=0.5, cited=True)
+    event.refresh_from_db()
+    assert (str(event.exemplar_for), event.exemplar_cited, event.chosen_for) == (logs, True, None)
+    assert Trail.objects.get(pk=config).prefetch_boundary is None

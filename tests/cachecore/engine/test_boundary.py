@@ -10,7 +10,6 @@ from cachecore.engine.boundary import (
     blocks_prefetch,
     boundary_after,
     cited_offer,
-    keeps_negative,
     learns_negative,
     local_bar,
     negative_bar,
@@ -119,10 +118,3 @@ def test_the_first_passed_over_candidate_the_record_cited_is_taught():
     assert passed_over_cited(["c", "e", "d"], [0.7, 0.6, 0.5], {"d", "e"}) == ("e", 0.6)
     assert passed_over_cited(["c", "e"], [0.7, 0.6], {"x"}) is None
     assert passed_over_cited([], [], {"x"}) is None
-
-
-def test_a_served_texts_negative_is_kept_and_a_hints_gives_way_to_the_agents_choice():
-    assert keeps_negative(decided_outcome="prefetch", chosen_instead=True)
-    assert keeps_negative(decided_outcome="prefetch", chosen_instead=False)
-    assert keeps_negative(decided_outcome="hint", chosen_instead=False)
-    assert not keeps_negative(decided_outcome="hint", chosen_instead=True)
