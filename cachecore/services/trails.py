@@ -262,9 +262,9 @@ def _chosen_keep(*, tenant: Tenant, event: RecallEvent, trail_id: object, bar: f
         trail = Trail.objects.select_for_update().filter(tenant=tenant, pk=trail_id).only("pk", "has_positives").first()
         if trail is None:
             return
-        RecallEvent.objects.filter(tenant=tenant, pk=event.pk, exemplar_for__isnull=False).update(
+        kept = RecallEvent.objects.filter(tenant=tenant, pk=event.pk, exemplar_for__isnull=False).update(
             chosen_for=trail.pk, chosen_bar=bar)
-        if not trail.has_positives:
+        if kept and not trail.has_positives:
             Trail.objects.filter(pk=trail.pk).update(has_positives=True)
 
 
