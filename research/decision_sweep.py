@@ -69,7 +69,9 @@ def _decider(tenant: Any, field: str, values: Sequence[float]) -> Callable[[str,
     def decisions(question: str, scope: str) -> dict[float, Any]:
         query = normalise_query(question)
         vector = vector_literal(embedder.embed_query(query, tenant=tenant.pk))
-        read = _read(caller=caller, scope=scope, vector=vector, terms=sorted(content_words(query)))
+        # Both reads for every question: the swept field may decide whether the second is needed.
+        read = _read(caller=caller, scope=scope, query=query, vector=vector, terms=sorted(content_words(query)),
+                     policy=None)
         return {v: decide(query=query, candidates=read.candidates, policy=p, budget=tenant.default_budget_tokens,
                           idf=read.idf, rivals=read.rivals, sentence_rivals=read.sentence_rivals)
                 for v, p in policies.items()}

@@ -307,6 +307,31 @@ def coverage_pending(scored: Scored) -> bool:
     return scored.all_valid and scored.servable and any(c.chunks_pending for c in scored.valid)
 
 
+def asked_as_recorded(*, query: str, candidates: Sequence[Candidate], policy: Policy) -> bool:
+    """Whether ``decide`` serves a trail recorded for this very question (normalised) whatever
+    else comes close: one of ``candidates`` (the nearest questions) has it, every section it cites
+    is unchanged, visible and held here with text, its coverage is not under the floor, no
+    negative like the query holds it back, and no candidate is one an agent cited for the question
+    (a positive outranks it). Its confidence is then 1 and no rival makes it ambiguous, so the
+    sections covering the query best (the recall's second read: the rival evidence and the trails
+    found through sections) cannot change which trail is served; the service skips that read.
+    Other trails merged beside it are judged without that evidence, as while chunks are pending."""
+    if any(c.cited_bar is not None for c in candidates):
+        return False
+    for candidate in candidates:
+        if not candidate.cited or candidate.query_normalised != query:
+            continue
+        scored = Scored(candidate, [verified_state(c) for c in candidate.cited])
+        if not scored.all_valid or not scored.servable or any(c.hidden for c in candidate.cited):
+            continue
+        coverage = candidate_coverage(scored)
+        if coverage is not None and coverage < policy.coverage_floor:
+            continue
+        if not blocks_prefetch(candidate.boundary, 1.0):
+            return True
+    return False
+
+
 def _cite_other_sections(a: Scored, b: Scored) -> bool:
     """Neither cites all of the other's sections (then they are rivals, not the same path)."""
     ids_a = {c.section_id for c in a.candidate.cited}

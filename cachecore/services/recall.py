@@ -24,7 +24,16 @@ from cachecore import resolver
 from cachecore.access import require_permission, require_scope
 from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import CONFIDENCE_DECIMALS, passed_over
-from cachecore.engine.decide import MERGE_SIMILARITY_MARGIN, Candidate, Cited, Policy, Reason, RecallDecision, decide
+from cachecore.engine.decide import (
+    MERGE_SIMILARITY_MARGIN,
+    Candidate,
+    Cited,
+    Policy,
+    Reason,
+    RecallDecision,
+    asked_as_recorded,
+    decide,
+)
 from cachecore.engine.evidence import FEATURES, Idf, rivals_complete
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.pairfeatures import content_words, default_scorer
@@ -91,16 +100,20 @@ class _Read:
     sentence_rivals: list[tuple[str, float]] = field(default_factory=list)
 
 
-def _read(*, caller: Caller, scope: str, vector: str, terms: list[str]) -> _Read:
+def _read(*, caller: Caller, scope: str, query: str, vector: str, terms: list[str], policy: Policy | None) -> _Read:
     """Every read in two statements (``selectors.recall_snapshot``), each one snapshot and one
     round trip, no transaction of their own. The first: the nearest trails with their cited
     sections, negatives and the term frequencies. The second: the sections covering the query
     best (each candidate's cited text is weighed against them), and, since a reworded question
-    may share no word with the trail's, the trails citing the best few. A section the recall's
-    scope may not see now is missing for it; a trail with negatives gets the bar they set."""
+    may share no word with the trail's, the trails citing the best few; not read when the first
+    holds the trail recorded for this very question, which ``decide`` serves whatever else comes
+    close (``decide.asked_as_recorded`` under ``policy``; without one, both are always read). A
+    section the recall's scope may not see now is missing for it; a trail with negatives gets the
+    bar they set."""
     snapshot = recall_snapshot(caller=caller, scope=scope, vector=vector, terms=terms, limit=CANDIDATES)
-    if not snapshot.candidates:
-        return _Read([], Idf(snapshot.sections, snapshot.df))
+    if not snapshot.candidates or (policy is not None and asked_as_recorded(query=query, candidates=snapshot.candidates,
+                                                                            policy=policy)):
+        return _Read(snapshot.candidates, Idf(snapshot.sections, snapshot.df))
     cover = recall_covering(caller=caller, scope=scope, vector=vector, terms=terms,
                             threshold=caller.tenant.similarity_threshold,
                             exclude=[c.trail_id for c in snapshot.candidates])
@@ -157,7 +170,7 @@ def recall(
     terms = sorted(content_words(normalised))
     clock.lap("embedding")
     policy = tenant_policy(tenant)
-    read = _read(caller=caller, scope=scope, vector=vector, terms=terms)
+    read = _read(caller=caller, scope=scope, query=normalised, vector=vector, terms=terms, policy=policy)
     clock.lap("search")
     candidates = _resolve_remote(tenant=tenant, candidates=read.candidates)
     clock.lap("validation")

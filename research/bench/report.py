@@ -202,6 +202,9 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
     for path_name, node in (get(r, "recall.included.by_path") or {}).items():
         out.append((f"  {path_name} path (n={node['n']}) p50 / p99 (ms)",
                     f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
+    for kind, node in (get(r, "recall.included.by_kind") or {}).items():
+        out.append((f"  {kind} questions (n={node['n']}) p50 / p99 (ms)",
+                    f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     for phase, node in (get(r, "recall.included.by_phase") or {}).items():
         out.append((f"  phase {phase} p50 / p99 (ms)", f"{_fmt(node['p50_ms'])} / {_fmt(node['p99_ms'])}", ""))
     out += lat("recall.included.without_embedding", "  services.recall without its embedding")

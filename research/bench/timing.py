@@ -107,6 +107,8 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     samples: list[float] = []
     without_embedding: list[float] = []
     by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
+    # A recorded question asked again, a paraphrase, an off-topic miss (``choose_queries``' mix).
+    by_kind: dict[str, list[float]] = {}
     by_phase: dict[str, list[float]] = {}
     outcomes: Counter[str] = Counter()
     recall_log.flush()
@@ -120,6 +122,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
         ms = (time.perf_counter() - t0) * 1000
         samples.append(ms)
         by_path[q.path].append(ms)
+        by_kind.setdefault(q.kind, []).append(ms)
         timings = result.diagnostics.timings
         without_embedding.append(ms - timings.get("embedding", 0.0) * 1000)
         for phase, seconds in timings.items():
@@ -129,6 +132,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     recall_log.flush()
     cpu = meter.stop(len(queries))
     return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
+            "by_kind": {k: percentiles(v) for k, v in sorted(by_kind.items())},
             "without_embedding": percentiles(without_embedding),
             "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes),
             "mean_ms": round(sum(samples) / max(1, len(samples)), 2), "cpu_ms": cpu}

@@ -297,3 +297,28 @@ def test_a_trail_cited_before_for_this_question_outranks_a_more_confident_one():
     for plain in (replace(chosen, cited_bar=None), replace(chosen, boundary=0.8)):
         d = run(louder, plain, policy=paused)
         assert d.trail_id == "t2" and d.outcome is Outcome.HINT, d
+
+
+def test_a_question_asked_as_recorded_needs_no_rival_evidence_unless_something_could_overrule_it():
+    from cachecore.engine.decide import asked_as_recorded
+
+    def asked(*candidates: Candidate, policy: Policy = POLICY) -> bool:
+        return asked_as_recorded(query=QUERY, candidates=list(candidates), policy=policy)
+
+    verbatim = cand("t1", 1.0, cited("a", coverage=0.9), question=QUERY)
+    other = cand("t2", 0.9, cited("b"))
+    assert asked(other, verbatim)
+    assert not asked(other)                                                      # no trail recorded for it
+    assert not asked(cand("t1", 1.0, cited("a", changed=True), question=QUERY))  # its text changed
+    assert not asked(cand("t1", 1.0, cited("a", None), question=QUERY))          # kept by hash only
+    assert not asked(cand("t1", 1.0, cited("a", hidden=True), question=QUERY))   # hidden from the scope
+    assert not asked(cand("t1", 1.0, cited("a", unverified=True), question=QUERY))
+    assert not asked(cand("t1", 1.0, cited("a", coverage=0.1), question=QUERY))  # under the coverage floor
+    blocked = Candidate("t1", 1.0, QUERY, [], (cited("a"),), boundary=1.0)       # a negative like the query at 1
+    assert not asked(blocked)
+    positive = Candidate("t2", 0.9, "another question", [], (cited("b"),), cited_bar=0.5)
+    assert not asked(verbatim, positive)                                         # a positive would outrank it
+    # Whenever it says so, decide serves that trail's text at confidence 1, rivals or none.
+    for d in (run(other, verbatim), decide(query=QUERY, candidates=[other, verbatim], policy=POLICY, budget=1000,
+                                           idf=IDF, rivals=[("b", 0.99)], sentence_rivals=[("b", 0.99)])):
+        assert (d.outcome, d.trail_id, d.confidence) == (Outcome.PREFETCH, "t1", 1.0)

@@ -117,7 +117,7 @@ def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_wri
         recall(caller=tenant_caller(tenant), scope="default", query="warm the scope-size cache")
         assert nearest.search_path(tenant=tenant, scope="default") == path
         with CaptureQueriesContext(connection) as captured:
-            result = recall(caller=tenant_caller(tenant), scope="default", query="How do I install Acme, variant 0?")
+            result = recall(caller=tenant_caller(tenant), scope="default", query="How can I install Acme, variant 0?")
         assert result.answer.outcome == "prefetch" and len(result.answer.sections) == 2
         statements = [q["sql"] for q in captured.captured_queries]
         assert len(statements) == 2, statements
@@ -141,6 +141,38 @@ def test_outside_a_transaction_the_reads_are_two_prepared_statements_and_the_wri
         assert prepared == planned
     finally:
         nearest._scope_sizes.clear()
+
+
+def test_a_question_asked_again_as_recorded_is_answered_from_the_first_read_alone(transactional_db, make_tenant):
+    """The nearest questions hold the one recorded for this question, its sections unchanged:
+    decide serves it whatever else comes close, so the second read (the sections covering the
+    query and the trails citing them) is not run. A rewording, or the same question once a cited
+    section changed, reads both."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tenant = make_tenant()
+    _seed(tenant, trails=3, sections_per_trail=2)
+    caller = tenant_caller(tenant)
+    recall(caller=caller, scope="default", query="warm the scope-size cache")
+
+    def statements(query: str):
+        with CaptureQueriesContext(connection) as captured:
+            result = recall(caller=caller, scope="default", query=query)
+        return result.answer, [q["sql"] for q in captured.captured_queries]
+
+    asked, reads = statements("How do I install Acme, variant 0?")
+    assert (asked.outcome, asked.confidence, asked.served_ids) == ("prefetch", 1.0, ["doc#0", "doc#1"])
+    assert len(reads) == 1 and "EXECUTE recall_snapshot_" in reads[0], reads
+    reworded, reads = statements("How can I install Acme, variant 0?")
+    assert reworded.trail_id == asked.trail_id and len(reads) == 2, reads
+    sections_upsert(caller=caller, sections=[{"id": "doc#0", "text": "Section 0 now says something else."}])
+    changed, reads = statements("How do I install Acme, variant 0?")
+    assert changed.outcome != "prefetch" or changed.trail_id != asked.trail_id
+    assert len([r for r in reads if "EXECUTE recall_snapshot_" in r]) == 2, reads
+    from cachecore.services import recall_log
+
+    assert recall_log.flush()   # every log write done before the test's database goes
 
 
 def test_a_recall_still_reads_when_the_session_lost_its_prepared_statement(transactional_db, make_tenant):
