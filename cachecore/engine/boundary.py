@@ -164,6 +164,16 @@ def exemplar_bars(exemplars: Iterable[tuple[float, float, bool]], *,
     return (local_bar(negatives) if negatives else boundary), cited_bar(positives)
 
 
+def cited_over_polarity(exemplars: Iterable[tuple[float, bool]]) -> bool:
+    """Whether one of a trail's positives asking the same question again (cosine to the query at
+    least ``POSITIVE_SIMILARITY``, and whether its offer was cited over a polarity conflict: the
+    recall answered the trail with ``reason: "polarity"`` and the agent cited it all the same)
+    says that the conflict the polarity guard reads between the question and the trail's is not
+    one: the agent chose this trail for this very question knowing it. A positive learned without
+    a conflict says nothing of one ("enable" cited, then "disable" asked)."""
+    return any(over and cosine is not None and cosine >= POSITIVE_SIMILARITY for cosine, over in exemplars)
+
+
 def prefetch_cut(*, prefetch_confidence: float, hint_confidence: float, paused: bool,
                  cited: float | None, own_question: bool = False) -> float | None:
     """The confidence a trail's text needs for a query: the tenant's cut, lowered to the trail's

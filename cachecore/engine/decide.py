@@ -13,7 +13,8 @@ threshold, band and margin lives here:
   whose question is unrelated to the query is held to the hint cut
   (``section_route_confidence``);
 - ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
-  and served from text, no polarity conflict, no close rival citing other sections, no trail
+  and served from text, no polarity conflict (unless an agent cited the trail for this very
+  question over one: engine/boundary.py), no close rival citing other sections, no trail
   citing the same sections worded nearer the query and under the cut (``nearer_wording``),
   coverage not under the floor; otherwise ``hint`` with the first reason that applies; ``miss`` when
   no candidate reaches ``hint_confidence``;
@@ -174,6 +175,9 @@ class Candidate:
     # The bar its positives set for this query: its offer was cited for the same question before,
     # so its text is served above this bar (engine/boundary.py). None: no such positive.
     cited_bar: float | None = None
+    # One of those positives was cited over a polarity conflict (engine/boundary.py): for this
+    # question the agent chose the trail whatever the polarity guard reads.
+    cited_over_polarity: bool = False
     # Found through the sections that cover the query best (selectors.rivals), not among the
     # nearest questions: the cited text is similar enough, whatever the questions' cosine.
     via_sections: bool = False
@@ -429,7 +433,7 @@ def decide(
         reason = Reason.UNVERIFIED
     elif not best.servable:
         reason = Reason.HASH_ONLY
-    elif best.polarity is not None:
+    elif best.polarity is not None and not (asked_again and best.candidate.cited_over_polarity):
         reason = Reason.POLARITY
     elif best.coverage_pending and not best.same_question:
         # Before ambiguity: the best one's evidence is a stand-in until its chunks are ready,

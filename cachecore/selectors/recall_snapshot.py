@@ -56,7 +56,7 @@ def snapshot_sql(*, caller: Caller, scope: str, terms: list[str], limit: int) ->
     statement = (
         f"WITH {QUERY_VECTOR_CTE}, cand AS MATERIALIZED ({candidates}) "
         "SELECT cand.id, cand.distance, cand.query_normalised, cand.steps, cand.prefetch_boundary, "
-        "cand.has_positives, ex.cosines, ex.bars, ex.cited, tf.terms, tf.sections, cit.* FROM cand "
+        "cand.has_positives, ex.cosines, ex.bars, ex.cited, ex.over_polarity, tf.terms, tf.sections, cit.* FROM cand "
         f"CROSS JOIN ({frequencies}) tf "
         f"CROSS JOIN LATERAL ({exemplars}) ex "
         f"LEFT JOIN LATERAL ({cited}) cit ON true "
@@ -97,9 +97,10 @@ def candidates_from_rows(rows: list[tuple[Any, ...]], *, at: int, cited_at: int,
         trail_id = str(row[at])
         if trail_id not in order:
             candidate = candidate_from_row(row[at:at + CANDIDATE_COLUMNS])
-            boundary, cited = bars_from_exemplars(row[at + CANDIDATE_COLUMNS:at + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS],
-                                                  boundary=candidate.boundary)
-            order[trail_id] = replace(candidate, boundary=boundary, cited_bar=cited, via_sections=via_sections)
+            boundary, cited, over_polarity = bars_from_exemplars(
+                row[at + CANDIDATE_COLUMNS:at + CANDIDATE_COLUMNS + EXEMPLAR_COLUMNS], boundary=candidate.boundary)
+            order[trail_id] = replace(candidate, boundary=boundary, cited_bar=cited, cited_over_polarity=over_polarity,
+                                      via_sections=via_sections)
             cited_by[trail_id] = []
         if row[cited_at] is not None:
             cited_by[trail_id].append(cited_from_row(row[cited_at:cited_at + CITED_COLUMNS], with_coverage=True))

@@ -13,7 +13,7 @@ from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from cachecore.embedding import get_embedder
-from cachecore.engine.boundary import exemplar_bars
+from cachecore.engine.boundary import cited_over_polarity, exemplar_bars
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, vector_literal
@@ -125,7 +125,7 @@ def trail_negatives(*, tenant: Tenant, trail_id: object, query_embedding: Any = 
 
 
 # Columns of an exemplars_sql row.
-EXEMPLAR_COLUMNS = 3
+EXEMPLAR_COLUMNS = 4
 
 
 def exemplars_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple[str, list[object]]:
@@ -138,16 +138,20 @@ def exemplars_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple
     chosen = f"chosen_for = {trail}"
     return ("SELECT array_agg(1 - (exemplar_embedding <=> " + QUERY_VECTOR + ")) AS cosines, "
             f"array_agg(CASE WHEN {chosen} THEN chosen_bar ELSE exemplar_bar END) AS bars, "
-            f"array_agg(({chosen}) IS TRUE OR exemplar_cited IS TRUE) AS cited FROM cachecore_recallevent "
+            f"array_agg(({chosen}) IS TRUE OR exemplar_cited IS TRUE) AS cited, "
+            # Cited over a polarity conflict: the recall answered this trail with reason polarity.
+            f"array_agg(exemplar_cited IS TRUE AND exemplar_for = {trail} AND trail_id = {trail} "
+            "AND reason = 'polarity') AS over_polarity FROM cachecore_recallevent "
             f"WHERE ({only_if}) AND tenant_id = %s AND (exemplar_for = {trail} OR {chosen}) "
             "AND exemplar_embedding_model = %s"), [tenant.pk, get_embedder().version]
 
 
-def bars_from_exemplars(row: Sequence[Any], *, boundary: float | None) -> tuple[float | None, float | None]:
-    """A trail's (boundary, cited bar) for the query from an exemplars_sql row
-    (engine.boundary.exemplar_bars): the trail-wide ``boundary`` and no cited bar when the row
-    holds none."""
-    cosines, bars, cited = row
+def bars_from_exemplars(row: Sequence[Any], *, boundary: float | None) -> tuple[float | None, float | None, bool]:
+    """A trail's (boundary, cited bar, cited over a polarity conflict) for the query from an
+    exemplars_sql row (engine.boundary.exemplar_bars, cited_over_polarity): the trail-wide
+    ``boundary``, no cited bar and no such positive when the row holds none."""
+    cosines, bars, cited, over_polarity = row
     if not cosines or not bars:
-        return boundary, None
-    return exemplar_bars(zip(cosines, bars, cited), boundary=boundary)
+        return boundary, None, False
+    boundary, cited_bar = exemplar_bars(zip(cosines, bars, cited), boundary=boundary)
+    return boundary, cited_bar, cited_over_polarity(zip(cosines, over_polarity or []))

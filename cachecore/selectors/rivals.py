@@ -204,7 +204,8 @@ def covering_sql(
         f"(SELECT array_agg(sen.query ORDER BY {BEST_ORDER}) FROM best LEFT JOIN LATERAL "
         f"({sentence_coverage_sql(section='best.section_pk', sha256='best.sha256')}) sen ON true), "
         "citing.id, citing.distance, citing.query_normalised, citing.steps, citing.prefetch_boundary, "
-        "citing.has_positives, ex.cosines, ex.bars, ex.cited, cit.* FROM (SELECT 1) one LEFT JOIN citing ON true "
+        "citing.has_positives, ex.cosines, ex.bars, ex.cited, ex.over_polarity, cit.* "
+        "FROM (SELECT 1) one LEFT JOIN citing ON true "
         f"LEFT JOIN LATERAL ({exemplars}) ex ON true LEFT JOIN LATERAL ({cited}) cit ON true "
         "ORDER BY citing.distance, citing.id, cit.position"
     )

@@ -94,3 +94,24 @@ def test_a_stale_best_trail_gives_way_to_the_next_live_one(make_caller):
     body = caller.recall("How do I install Acme on Debian?")
     assert body["trail_id"] == live["trail_id"]
     assert caller.get(f"/api/v1/trails/{stale['trail_id']}").json()["status"] == "stale"
+
+
+def test_a_trail_cited_over_the_polarity_guard_is_served_when_the_question_is_asked_again(make_caller):
+    """The guard reads "disable" against the trail's "enable"; the agent, offered the trail as a
+    hint, cited its section (it covers both ways). That positive says the conflict is not one for
+    this question: asked again, the trail's text is served."""
+    caller = make_caller(prefetch_confidence=0.0, hint_confidence=0.0)
+    caller.upsert({"2fa#switch": "Two-factor authentication is switched in Account, Security: choose Add to "
+                                 "turn it on, Remove to turn it off."})
+    trail = caller.record(query="How do I enable two-factor authentication?", cited=["2fa#switch"]).json()
+    question = "How do I disable two-factor authentication?"
+    first = caller.recall(question)
+    assert (first["outcome"], first["reason"], first["trail_id"]) == ("hint", "polarity", trail["trail_id"])
+    caller.record(query=question, cited=["2fa#switch"], recall_id=first["recall_id"], accepted=None)
+    again = caller.recall(question)
+    assert (again["outcome"], again["reason"], again["trail_id"]) == ("prefetch", "match", trail["trail_id"]), again
+    assert [s.get("text") for s in again["sections"]] == [SECTIONS_SWITCH]
+
+
+SECTIONS_SWITCH = ("Two-factor authentication is switched in Account, Security: choose Add to turn it on, "
+                   "Remove to turn it off.")

@@ -3,6 +3,7 @@
 from cachecore.engine.boundary import (
     LOCAL_SIMILARITY,
     PASSED_OVER,
+    POSITIVE_SIMILARITY,
     RECOVERY_MARGIN,
     alike,
     asked_before,
@@ -10,6 +11,7 @@ from cachecore.engine.boundary import (
     blocks_prefetch,
     boundary_after,
     cited_offer,
+    cited_over_polarity,
     learns_negative,
     local_bar,
     negative_bar,
@@ -50,7 +52,7 @@ def test_a_citation_lowers_the_bar_under_it_and_clears_it_under_the_cut():
 
 
 def test_positives_set_a_cited_bar_only_for_the_same_question_and_negatives_still_bound():
-    from cachecore.engine.boundary import POSITIVE_SIMILARITY, exemplar_bars, positive_bar
+    from cachecore.engine.boundary import exemplar_bars, positive_bar
 
     assert positive_bar(0.5) == 0.5 - RECOVERY_MARGIN and positive_bar(0.01) == 0.0
     # A positive under the similarity it needs is no evidence for this query.
@@ -118,3 +120,10 @@ def test_the_first_passed_over_candidate_the_record_cited_is_taught():
     assert passed_over_cited(["c", "e", "d"], [0.7, 0.6, 0.5], {"d", "e"}) == ("e", 0.6)
     assert passed_over_cited(["c", "e"], [0.7, 0.6], {"x"}) is None
     assert passed_over_cited([], [], {"x"}) is None
+
+
+def test_only_a_positive_asking_the_question_again_cited_over_a_conflict_counts():
+    assert cited_over_polarity([(0.97, True)])
+    assert not cited_over_polarity([(0.97, False)])
+    assert not cited_over_polarity([(POSITIVE_SIMILARITY - 0.01, True)])
+    assert not cited_over_polarity([(None, True)]) and not cited_over_polarity([])

@@ -90,6 +90,24 @@ def test_an_opposite_question_is_a_hint_never_a_prefetch():
                policy=off).outcome is Outcome.PREFETCH
 
 
+def test_only_a_positive_cited_over_the_conflict_lifts_the_polarity_guard_for_the_question_asked_again():
+    opposite = "how do i uninstall acme on debian"
+
+    def asked(**bars) -> Candidate:
+        return Candidate("t1", 0.95, opposite, [], (cited("a"),), **bars)
+
+    # A positive for this question, learned without a conflict ("install" cited for "install"):
+    # the opposite question is still a hint.
+    d = run(asked(cited_bar=0.5))
+    assert (d.outcome, d.reason) == (Outcome.HINT, Reason.POLARITY)
+    # The agent cited the trail for this question over the conflict: served.
+    d = run(asked(cited_bar=0.5, cited_over_polarity=True))
+    assert (d.outcome, d.reason, d.trail_id) == (Outcome.PREFETCH, Reason.MATCH, "t1")
+    # The flag alone, without a positive whose bar the query meets, lifts nothing.
+    assert run(asked(cited_over_polarity=True)).reason is Reason.POLARITY
+    assert run(asked(cited_bar=0.99, cited_over_polarity=True)).reason is Reason.POLARITY
+
+
 def test_some_sections_changed_is_a_hint_and_all_changed_is_stale():
     d = run(cand("t1", 0.95, cited("a"), cited("b", changed=True)))
     assert (d.outcome, d.reason) == (Outcome.HINT, Reason.CHANGED)
