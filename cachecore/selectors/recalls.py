@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.boundary import cited_over_polarity, exemplar_bars
+from cachecore.engine.decide import Reason
 from cachecore.errors import NotFound
 from cachecore.models import RecallEvent, Trail
 from cachecore.selectors.nearest import QUERY_VECTOR, vector_literal
@@ -141,7 +142,7 @@ def exemplars_sql(*, tenant: Tenant, trail: str, only_if: str = "true") -> tuple
             f"array_agg(({chosen}) IS TRUE OR exemplar_cited IS TRUE) AS cited, "
             # Cited over a polarity conflict: the recall answered this trail with reason polarity.
             f"array_agg(exemplar_cited IS TRUE AND exemplar_for = {trail} AND trail_id = {trail} "
-            "AND reason = 'polarity') AS over_polarity FROM cachecore_recallevent "
+            f"AND reason = '{Reason.POLARITY.value}') AS over_polarity FROM cachecore_recallevent "
             f"WHERE ({only_if}) AND tenant_id = %s AND (exemplar_for = {trail} OR {chosen}) "
             "AND exemplar_embedding_model = %s"), [tenant.pk, get_embedder().version]
 
