@@ -45,6 +45,9 @@ def test_bench_smoke(bench_tables: None, tmp_path, settings) -> None:
         assert sum(node["outcomes"].values()) == node["n"] == cfg.recalls_full
     assert "excluded" not in result["recall"]  # the bench times services.recall, no copy of it
     assert set(included["by_path"]) == {"exact", "hnsw"}
+    # By kind of question: every timed recall counted once, under the kind choose_queries gave it.
+    assert set(included["by_kind"]) <= {"own", "paraphrase", "miss"} and "own" in included["by_kind"]
+    assert sum(node["n"] for node in included["by_kind"].values()) == included["n"]
     assert included["without_embedding"]["p50_ms"] < included["p50_ms"]
     # CPU per recall, in this process and in the (local) database server's backends.
     # (a clock tick is 10 ms: a tiny run may spend less than one in the database.)
