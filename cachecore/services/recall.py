@@ -230,7 +230,8 @@ def _write(*, tenant: Tenant, scope: str, query: str, subject: str, decision: Re
     now = timezone.now()
     hit = decision.trails if decision.outcome is not Outcome.MISS else []
     confidence_of = {s.trail_id: s.confidence for s in decision.scored}
-    passed = passed_over(confidence_of.items(), set(hit))
+    # A miss is never labelled (services.trails.recall_label): nothing to learn from what it passed over.
+    passed = passed_over(confidence_of.items(), set(hit)) if hit else []
     log_recall({
         "now": now, "tenant": tenant.pk, "stale": decision.stale_trail_ids, "hit": [] if shadow else hit,
         "trail_ids": hit, "trail_confidences": [round(confidence_of[t], CONFIDENCE_DECIMALS) for t in hit],

@@ -16,6 +16,16 @@ def _paused(caller) -> None:
     caller.tenant.save(update_fields=["prefetch_paused"])
 
 
+def _config_and_logs(caller, *, prefetch: float, hint: float) -> tuple[str, str]:
+    """The two sections, a trail for each (configuration, logs), and the tenant's cuts."""
+    caller.upsert(TEXT)
+    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
+    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
+    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = prefetch, hint
+    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    return config, logs
+
+
 def test_a_cited_hint_serves_the_same_question_again_while_prefetch_is_paused(caller):
     caller.upsert(TEXT)
     trail = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
@@ -85,12 +95,8 @@ def test_a_record_citing_no_offered_section_keeps_a_negative_not_a_positive(call
 
 
 def test_the_trail_served_beside_the_best_one_that_the_agent_cited_is_served_when_asked_again(caller):
-    caller.upsert(TEXT)
-    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
-    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
     # A tenant whose cut lets both trails through as text, the configuration one first.
-    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.05, 0.01
-    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    config, logs = _config_and_logs(caller, prefetch=0.05, hint=0.01)
     first = caller.recall(BOTH)
     assert (first["outcome"], first["trails"]) == ("prefetch", [config, logs]), first
     event = RecallEvent.objects.get(pk=first["recall_id"])
@@ -113,11 +119,7 @@ def test_a_candidate_the_answer_passed_over_that_the_agent_cited_is_served_when_
     section, which another trail cites and the recall scored but did not name. That trail is what
     this question asked for: the recall keeps the hint's negative and, beside it, the log trail's
     positive, and the question asked again is served the log trail's text."""
-    caller.upsert(TEXT)
-    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
-    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
-    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.99, 0.01
-    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    config, logs = _config_and_logs(caller, prefetch=0.99, hint=0.01)
     first = caller.recall(SAME_NEED)
     assert (first["outcome"], first["trails"]) == ("hint", [config]), first
     event = RecallEvent.objects.get(pk=first["recall_id"])
@@ -146,11 +148,7 @@ def test_served_text_the_agent_left_uncited_for_a_passed_over_trail_keeps_both_l
     the recall's); the passed-over trail the agent cited gets its positive beside it. When the
     configuration trail is later cited for a query like it and its negative is cleared, the
     entry keeps the log trail's positive as its exemplar."""
-    caller.upsert(TEXT)
-    config = caller.record(query=QUERY, cited=["doc#config"]).json()["trail_id"]
-    logs = caller.record(query=NEAR_MISS, cited=["doc#logging"]).json()["trail_id"]
-    caller.tenant.prefetch_confidence, caller.tenant.hint_confidence = 0.02, 0.01
-    caller.tenant.save(update_fields=["prefetch_confidence", "hint_confidence"])
+    config, logs = _config_and_logs(caller, prefetch=0.02, hint=0.01)
     first = caller.recall(SAME_NEED)
     assert (first["outcome"], first["trails"]) == ("prefetch", [config]), first
     caller.record(query=SAME_NEED, cited=["doc#logging"], recall_id=first["recall_id"], accepted=None)
