@@ -26,6 +26,7 @@ from cachecore.selectors.nearest import (
     QUERY_VECTOR_CTE,
     candidate_from_row,
     candidates_sql,
+    last_rows,
 )
 from cachecore.selectors.recalls import EXEMPLAR_COLUMNS, bars_from_exemplars
 from cachecore.selectors.rivals import CITING_PER_SECTION, Covering, covering_sql
@@ -182,7 +183,7 @@ def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tu
                 cur.execute(f"{settings_sql}{generic_plan_settings(settings_sql)}"
                             f"SET LOCAL plan_cache_mode = force_generic_plan; {prepare}"
                             f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params)
-                rows = _rows(cur)
+                rows = last_rows(cur)
             except DatabaseError as exc:
                 if getattr(exc.__cause__, "sqlstate", None) not in _NOT_OURS:
                     raise
@@ -195,11 +196,6 @@ def _execute(settings_sql: str, statement: str, params: list[object]) -> list[tu
             if names is not False:
                 return rows
         cur.execute(f"{settings_sql}{statement}", params)
-        return _rows(cur)
+        return last_rows(cur)
 
 
-def _rows(cur: Any) -> list[tuple[Any, ...]]:
-    """The rows of the last statement with results (after the settings)."""
-    while cur.description is None and cur.nextset():
-        pass
-    return cur.fetchall()
