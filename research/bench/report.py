@@ -116,9 +116,17 @@ def bound_of(report: dict, path: str) -> tuple[str, str]:
         extra = (f"; a request's worker spends {workers:.1f} ms of CPU where services.recall spends {own:.1f} ms, "
                  f"so the web path costs ≈ {max(0.0, workers - own):.1f} ms of CPU"
                  if workers is not None and own is not None else "")
+        inside = (c1.get("service_in_workers") or {}).get(stat)
+        loop = get(report, f"recall.included.to_decision.{stat}")
+        split = (f"; of that, services.recall itself is slower inside the web workers than in the bench's loop: "
+                 f"{inside:.1f} ms to its decision there (the recall log's latency) against {loop:.1f} ms here, the "
+                 f"same questions and code (the workers share two cores and their caches with the load generator "
+                 f"and the database backends), so the web stack's own share (gunicorn, Django, DRF, authentication, "
+                 f"JSON, loopback) is ≈ {max(0.0, (get(report, path) or 0.0) - inside):.1f} ms"
+                 if inside and loop else "")
         return (f"services.recall takes {included:.1f} ms in-process (p50), {emb:.1f} ms of it the embedding "
                 f"(its search {search:.1f} ms, then scoring and the log write); the web path (gunicorn, Django, DRF, "
-                f"authentication, JSON) adds {web:.1f} ms at the same percentile{extra}", work_step)
+                f"authentication, JSON) adds {web:.1f} ms at the same percentile{split}{extra}", work_step)
     if path == "http.recall_c8.per_s":
         return (_throughput_bound(report, "http.recall_c8", "a recall", cores,
                                   fallback=get(report, "http.recall_c1.p50_ms") or included),
@@ -245,6 +253,12 @@ def rows(report: dict) -> list[tuple[str, str, str]]:
                         f"{_fmt(node.get('p50_ms'))} / {_fmt(node.get('p99_ms'))}, {_fmt(node.get('per_s'))}"
                         f"{' (' + str(node.get('errors')) + ' errors)' if node.get('errors') else ''}",
                         " ".join(filter(None, [verdict(f'http.{key}.p50_ms'), verdict(f'http.{key}.per_s')]))))
+            if node.get("service_in_workers"):
+                inside = node["service_in_workers"]
+                out.append(("  services.recall inside the workers, to its decision, p50 / p99 (ms)",
+                            f"{_fmt(inside.get('p50_ms'))} / {_fmt(inside.get('p99_ms'))} (in-process "
+                            f"{_fmt(get(r, 'recall.included.to_decision.p50_ms'))} / "
+                            f"{_fmt(get(r, 'recall.included.to_decision.p99_ms'))})", ""))
             out.append(("  CPU per request, mean (ms): workers · database server · load generator",
                         _cpu_cell(node, ("workers", "database", "load_generator")), ""))
         out.append(("web worker peak RSS", _mb(h.get("worker_peak_rss_bytes")), ""))

@@ -19,8 +19,10 @@ from django.db import connection
 
 from cachecore.embedding import get_embedder
 from cachecore.engine.text import normalise_query
+from cachecore.models import RecallEvent
 from research.bench import corpus, httpload, report, seed, timing
 from research.bench.cpu import CpuMeter, backends_of, this_process
+from research.bench.timing import percentiles
 from tenants.caller import tenant_caller
 from tenants.models import ApiKey, Tenant, all_key_permissions
 from tenants.services import api_key_create
@@ -215,8 +217,10 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
             out = run()
             return {**out, "cpu_ms": meter.stop(out["n"])}
 
+        since = datetime.now(UTC)
         result["recall_c1"] = metered(lambda: httpload.run_load(server, recall_jobs(n, 0), concurrency=1,
                                                                 time_limit_s=cfg.http_time_limit_s))
+        result["recall_c1"]["service_in_workers"] = _logged_latency(used, since, expect=result["recall_c1"]["n"])
         log(f"  p50 {result['recall_c1']['p50_ms']} ms, {result['recall_c1']['per_s']}/s")
         log(f"HTTP recall, concurrency {cfg.concurrency}: {n} requests …")
         result["recall_c8"] = metered(lambda: httpload.run_load(
@@ -229,6 +233,20 @@ def _http_phase(cfg: BenchConfig, queries: list[timing.TimedQuery], tenants: dic
         result["worker_peak_rss_bytes"] = max(server.rss_peak.values()) if server.rss_peak else None
     ApiKey.objects.filter(tenant__in=used, name="bench").delete()
     return result
+
+
+def _logged_latency(tenants: set, since: datetime, *, expect: int, wait_s: float = 5.0) -> dict:
+    """``services.recall``'s own time (embedding to decision, ``RecallEvent.latency_ms``) for the
+    recalls the web workers answered since ``since``: what the service took inside the workers,
+    against which the rest of an HTTP recall is the web path's. The workers write the log after
+    each answer; this waits (at most ``wait_s``) until ``expect`` entries have landed."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = list(RecallEvent.objects.filter(tenant__in=tenants, created_at__gte=since)
+                    .values_list("latency_ms", flat=True))
+        if len(rows) >= expect or time.monotonic() > deadline:
+            return percentiles(rows)
+        time.sleep(0.1)
 
 
 def default_report_path() -> Path:

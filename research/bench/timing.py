@@ -100,12 +100,15 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     resolver, scoring, the log write): its percentiles, by search path, the same without the
     embedding, and each phase's percentiles from the timings the service keeps for its metrics
     (``RecallResult.diagnostics``). The query-vector cache is emptied before each call: every figure
-    holds the model's own time (a repeated question skips it). ``cpu_ms``: the mean CPU a recall
+    holds the model's own time (a repeated question skips it). ``to_decision``: the time up to
+    the decision, as the recall log's ``latency_ms`` counts it (the HTTP phase reads the same
+    from the log for the recalls the web workers answered). ``cpu_ms``: the mean CPU a recall
     spent in this process (the model, Python, the log writer's thread) and in the database
     server (``research.bench.cpu``), its log write included."""
     embedder = get_embedder()
     samples: list[float] = []
     without_embedding: list[float] = []
+    decided: list[float] = []
     by_path: dict[str, list[float]] = {"exact": [], "hnsw": []}
     # A recorded question asked again, a paraphrase, an off-topic miss (``choose_queries``' mix).
     by_kind: dict[str, list[float]] = {}
@@ -125,6 +128,8 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
         by_kind.setdefault(q.kind, []).append(ms)
         timings = result.diagnostics.timings
         without_embedding.append(ms - timings.get("embedding", 0.0) * 1000)
+        # As the recall log's latency counts it: up to the decision, before the log write.
+        decided.append(sum(timings.get(p, 0.0) for p in ("embedding", "search", "validation", "scoring")) * 1000)
         for phase, seconds in timings.items():
             if phase != "total":
                 by_phase.setdefault(phase, []).append(seconds * 1000)
@@ -133,7 +138,7 @@ def time_recall(queries: list[TimedQuery], tenants: dict) -> dict:
     cpu = meter.stop(len(queries))
     return {**percentiles(samples), "by_path": {k: percentiles(v) for k, v in by_path.items() if v},
             "by_kind": {k: percentiles(v) for k, v in sorted(by_kind.items())},
-            "without_embedding": percentiles(without_embedding),
+            "without_embedding": percentiles(without_embedding), "to_decision": percentiles(decided),
             "by_phase": {k: percentiles(v) for k, v in by_phase.items()}, "outcomes": dict(outcomes),
             "mean_ms": round(sum(samples) / max(1, len(samples)), 2), "cpu_ms": cpu}
 
