@@ -20,7 +20,7 @@ from functools import cached_property
 
 from cachecore.engine.pairfeatures import content_words, identifiers, numbers, sets_differ, trigram_overlap, trigrams
 from cachecore.engine.polarity import PolarityView, views_conflict
-from cachecore.engine.text import normalise_query, question_wording
+from cachecore.engine.text import normalise_query, question_ask, question_wording
 
 # A section contributes at most this many distinct terms to the tenant's document frequencies.
 MAX_TERMS_PER_SECTION = 4000
@@ -175,11 +175,15 @@ class TextEvidence:
     polarity: PolarityView
     # What the question asks, in order, without how it is put (``text.question_wording``).
     wording: tuple[str, ...] = ()
+    # The same less who asks it: the kind of answer wanted and the words asked about
+    # (``text.question_ask``).
+    ask: tuple[str | None, tuple[str, ...]] = (None, ())
 
     @classmethod
     def of(cls, text: str) -> TextEvidence:
+        wording = question_wording(text)
         return cls(text, frozenset(content_words(text)), frozenset(trigrams(text)), frozenset(numbers(text)),
-                   frozenset(identifiers(text)), PolarityView.of(text), question_wording(text))
+                   frozenset(identifiers(text)), PolarityView.of(text), wording, question_ask(wording))
 
     @property
     def specifics(self) -> frozenset[str]:
@@ -189,19 +193,32 @@ class TextEvidence:
 
 def restates(query: TextEvidence, question: TextEvidence, idf: Idf | None = None) -> bool:
     """Whether ``query`` is ``question`` put in other words: the same words say what each asks,
-    in the same order (``text.question_wording``: "how can I …" for "how do I …"). Such a query
+    in the same order (``text.question_wording``: "how can I …" for "how do I …"), or it asks the
+    same of the same words whoever asks (``asks_the_same``: "how to …" for "how do I …"). Such a query
     asks what the recorded question asked, as the very same question does; the scorer, fitted
     on rewordings and near misses that share few or many words, is not asked. An empty wording
     (a redacted trail) restates nothing. With the tenant's ``idf``, one word mistyped counts as
     that word (``_mistyped``)."""
     if not question.wording:
         return False
-    if query.wording == question.wording:
+    if query.wording == question.wording or asks_the_same(query, question):
         return True
     if idf is None or len(query.wording) != len(question.wording):
         return False
     differ = [(a, r) for a, r in zip(query.wording, question.wording, strict=True) if a != r]
     return len(differ) == 1 and _mistyped(*differ[0], idf=idf)
+
+
+def asks_the_same(query: TextEvidence, question: TextEvidence) -> bool:
+    """Whether ``query`` asks what ``question`` asks in other words around the same ones: the
+    same kind of answer wanted and the same words asked about, in the same order, whoever asks
+    ("how to install x on ubuntu", "how should I install x on ubuntu" for "how do I install x on
+    ubuntu"); a question typed as keywords ("install x ubuntu") asks how. None of the hard sets'
+    rewordings or close questions is one (they reword or change a word), so the scorer fitted on
+    them has never seen such a query, and reads its shared words as a near miss's."""
+    (kind, words), (recorded_kind, recorded_words) = query.ask, question.ask
+    return bool(words) and words == recorded_words and (kind == recorded_kind
+                                                        or (kind is None and recorded_kind == "how"))
 
 
 # A mistyped word is this long at least: shorter ones swapped are too often other words.

@@ -156,6 +156,37 @@ def question_wording(normalised: str) -> tuple[str, ...]:
     return tuple(words)
 
 
+# What ``question_ask`` reads as the kind of answer wanted: an interrogative, or a yes/no
+# question's leading auxiliary or modal (its class, as ``question_wording`` keeps it).
+ASK_WORDS = frozenset("how what why when where which who whom whose whether can do did is would should shall "
+                      "will must may might".split())
+# Who asks and in what mood, right after the interrogative ("how do I", "how should one", "how to"
+# all ask how): not what is asked.
+ASKER_WORDS = frozenset("i you we one to should shall will must may might".split())
+# Prepositions of place and belonging that a question typed as keywords leaves out ("install acme
+# sync ubuntu" for "… on ubuntu"). Direction stays ("to", "from", "into", "without"), as do "for"
+# and "with", which can change what is asked.
+FILLER_WORDS = frozenset("on in at of by".split())
+# Fewer words than this after the asking part say too little to be sure of ("what is wire?").
+MIN_ASK_WORDS = 2
+
+
+def question_ask(wording: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """What a question (its ``question_wording``) asks, less who asks it: the kind of answer
+    wanted (its interrogative or leading auxiliary, None for a question typed as keywords) and
+    the words that follow, in order, less the asker ("how do I", "how should one", "how to") and
+    the fillers of ``FILLER_WORDS``. "what is the way to …" asks how. ``()`` for words: too few
+    to say (``MIN_ASK_WORDS``)."""
+    words = list(wording)
+    kind = words.pop(0) if words and words[0] in ASK_WORDS else None
+    while words and words[0] in ASKER_WORDS:
+        words.pop(0)
+    if kind == "what" and words[:2] == ["way", "to"]:
+        kind, words = "how", words[2:]
+    asked = tuple(w for w in words if w not in FILLER_WORDS)
+    return kind, asked if len(asked) >= MIN_ASK_WORDS else ()
+
+
 def content_hash(text: str) -> str:
     """sha256 hex digest of the UTF-8 text, the identity of a section's content."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

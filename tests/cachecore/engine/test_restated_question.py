@@ -1,5 +1,6 @@
-"""A recorded question asked again in other words ("how can I …" for "how do I …") is that
-question: ``text.question_wording``, ``evidence.restates`` and what ``decide`` makes of them.
+"""A recorded question asked again in other words ("how can I …" for "how do I …", "how to …",
+keywords) is that question: ``text.question_wording``, ``text.question_ask``, ``evidence.restates``
+and what ``decide`` makes of them.
 
 The shipped scorer is fitted on hand-written rewordings (which avoid the question's words) and
 near misses (which reuse them), so lexical overlap reads as a near miss to it: before this rule a
@@ -102,6 +103,49 @@ def test_the_question_in_conversational_framing_restates_it(framed):
     assert same(framed, RECORDED) and same(RECORDED, framed)
 
 
+# The README's recorded question and the ways a user or an agent asks it again around the same
+# words: who asks, "how to", a question typed as keywords.
+INSTALL = "How do I install Acme Sync on Ubuntu?"
+
+
+@pytest.mark.parametrize("asked_again", [
+    "how to install acme sync on ubuntu",
+    "How should I install Acme Sync on Ubuntu?",
+    "How do you install Acme Sync on Ubuntu?",
+    "How does one install Acme Sync on Ubuntu?",
+    "What's the way to install Acme Sync on Ubuntu?",
+    "install acme sync ubuntu",
+    "Install Acme Sync on Ubuntu",
+])
+def test_the_question_asked_around_the_same_words_by_anyone_restates_it(asked_again):
+    assert wording(asked_again) != wording(INSTALL)  # not the rule of the same wording
+    assert same(asked_again, INSTALL)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    # Another kind of answer: why, whether one should, whether one can.
+    ("Why install Acme Sync on Ubuntu?", INSTALL),
+    ("Should I install Acme Sync on Ubuntu?", INSTALL),
+    ("Can I install Acme Sync on Ubuntu?", INSTALL),
+    # Keywords ask how, not why or what.
+    ("acme sync fails ubuntu", "Why does Acme Sync fail on Ubuntu?"),
+    ("default broker url", "What is the default broker url?"),
+    # A word more, less or changed, another object, another order, another direction.
+    ("installing acme sync on an ubuntu machine", INSTALL),
+    ("How to install Acme Sync on Ubuntu 22.04?", INSTALL),
+    ("how to uninstall acme sync on ubuntu", INSTALL),
+    ("ubuntu install acme sync", INSTALL),
+    ("how to convert bytes to str", "How do I convert str to bytes?"),
+    ("how to copy files to the server", "How do I copy files from the server?"),
+    ("how to run celery without eventlet", "How do I run Celery with eventlet?"),
+    ("how to run celery eventlet", "How do I run Celery with eventlet?"),
+    # Too few words to be sure of.
+    ("what is wire", "What is the Wire about?"),
+])
+def test_what_changes_the_ask_is_never_taken_for_the_same(a, b):
+    assert not same(a, b) and not same(b, a)
+
+
 def test_framing_alone_is_left_as_it_is():
     assert without_framing("hi, thanks") == "hi, thanks"
     assert without_framing("quick question") == "quick question"
@@ -137,6 +181,14 @@ def test_decide_serves_the_restated_question_its_trail_as_the_very_same_question
     assert (d.outcome, d.reason, d.trail_id, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, "t1", 1.0)
     # Not in doubt either, whatever comes close: no ambiguity with the other trail.
     assert [s["id"] for s in d.sections] == ["names"]
+
+
+def test_decide_serves_the_question_asked_as_keywords_its_recorded_trail():
+    recorded = Candidate("t1", 0.9, normalise_query(INSTALL), [], (_cited("install"),))
+    other = Candidate("t2", 0.92, "how do i upgrade acme sync on ubuntu", [], (_cited("upgrade"),))
+    d = decide(query=normalise_query("install acme sync ubuntu"), candidates=[other, recorded], policy=POLICY,
+               budget=1000, idf=Idf(sections=10, df={}))
+    assert (d.outcome, d.reason, d.trail_id, d.confidence) == (Outcome.PREFETCH, Reason.MATCH, "t1", 1.0)
 
 
 def test_without_the_rule_the_same_candidates_give_no_prefetch():
