@@ -15,13 +15,20 @@ section), as the replay does, then recalls each item's question again in eight f
 - ``prefixed``: "Quick question: " in front;
 - ``greeted``: "Hi! " in front and " Thanks." after;
 - ``emoji``: "Hi 👋 " in front and " 🙂" after;
+- ``how_to``: "how do I" (or "how can I") asked as "how to";
+- ``asker_changed``: "how do I" (or "how can I") asked as "how do you";
+- ``keywords``: the question typed into a search box: its interrogative phrase ("how do I",
+  "what is", "why does"), articles, auxiliaries, pronouns and prepositions of place left out;
 - ``typo``: two letters swapped in the middle of its longest word (5 letters or more), as a
   hurried typist does;
 - ``last_word_dropped``: the question without its last word.
 
 The first three say the same thing as the recorded question (``evidence.restates``), and so do the
-next three, whose framing normalisation leaves out (``text.without_framing``); the last two
-misspell or take away a word, which the scorer judges. It also asks each item's first same-need rewording and first
+next three, whose framing normalisation leaves out (``text.without_framing``), and the next two,
+asked by someone else around the same words (``evidence.asks_the_same``); keywords restate a
+"how" question unless a word the rule keeps ("for", "with", "to") was left out, and any other
+question never (its kind of answer is gone); the last two misspell or take away a word, which the
+scorer judges (a typo of a word no section holds restates). It also asks each item's first same-need rewording and first
 close-but-different question plain and in the three framings (``framed``). Per form: the recorded
 trail served as text (prefetch), as a hint, another trail served as text or hint, or a miss. Writes
 ``reports/near_repeats/<corpus>.json``. Research only: product code never imports this module.
@@ -46,11 +53,17 @@ from typing import Any
 from research.corpora import CORPORA
 from research.splits import REPO_ROOT
 
-FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "emoji", "typo",
-         "last_word_dropped")
+FORMS = ("verbatim", "function_words", "article_dropped", "prefixed", "greeted", "emoji", "how_to",
+         "asker_changed", "keywords", "typo", "last_word_dropped")
 OUTCOMES = ("own_prefetch", "own_hint", "other_prefetch", "other_hint", "miss")
 _SWAPS = ((r"^how do i\b", "how can i"), (r"^what is\b", "what's"), (r"^can i\b", "could i"),
           (r"^how does\b", "how can"), (r"^is it possible to\b", "can i"))
+# A question typed into a search box: its interrogative phrase, articles, auxiliaries, pronouns
+# and prepositions of place left out ("how do I give a task a name in celery?" → "give task name
+# celery"). Written here for the study, not from the product's rule.
+_ASKING = re.compile(r"^(how|what|why|when|where|which|who)( (do|does|did|can|could|should|would|is|are))?"
+                     r"( (i|you|we|one))?( to)?\b ?")
+_KEYWORD_DROPPED = frozenset("a an the my your i you is are do does on in at of by".split())
 
 
 def forms_of(question: str) -> dict[str, str]:
@@ -68,6 +81,12 @@ def forms_of(question: str) -> dict[str, str]:
         out["article_dropped"] = dropped
     framings = framed(q)
     out["prefixed"], out["greeted"], out["emoji"] = framings["prefixed"], framings["greeted"], framings["emoji"]
+    if re.search(r"^how (do|can) i\b", lower):
+        out["how_to"] = re.sub(r"^how (do|can) i\b", "how to", lower, count=1)
+        out["asker_changed"] = re.sub(r"^how (do|can) i\b", "how do you", lower, count=1)
+    keywords = [w for w in _ASKING.sub("", lower.rstrip("?!. ")).split() if w not in _KEYWORD_DROPPED]
+    if len(keywords) >= 2:
+        out["keywords"] = " ".join(keywords)
     longest = max(re.findall(r"[A-Za-z]+", q), key=len, default="")
     if len(longest) >= 5:
         m = len(longest) // 2

@@ -20,20 +20,29 @@ def test_the_forms_of_a_question_and_which_of_them_restate_it():
         "prefixed": "Quick question: " + q,
         "greeted": f"Hi! {q} Thanks.",
         "emoji": f"Hi 👋 {q} 🙂",
+        "how_to": "how to give a celery task an explicit name?",
+        "asker_changed": "how do you give a celery task an explicit name?",
+        "keywords": "give celery task explicit name",
         "typo": "How do I give a Celery task an expilcit name?",
         "last_word_dropped": "How do I give a Celery task an explicit?",
     }
-    # All but the last two say the same thing (the framing is left out); those misspell or take
-    # away a word.
+    # All but the last two say the same thing (the framing is left out, or who asks); those
+    # misspell or take away a word.
     assert [f for f, text in forms.items() if _restates(text, q)] == ["verbatim", "function_words",
                                                                       "article_dropped", "prefixed", "greeted",
-                                                                      "emoji"]
+                                                                      "emoji", "how_to", "asker_changed",
+                                                                      "keywords"]
+    # Keywords of a question that asks why have lost what it asks: the scorer judges them.
+    why = "Why does the worker restart after each task?"
+    keywords = forms_of(why)["keywords"]
+    assert keywords == "worker restart after each task" and not _restates(keywords, why)
 
 
 def test_a_form_that_does_not_apply_is_absent():
     forms = forms_of("Why does the worker restart after each task?")
     assert "function_words" not in forms and "article_dropped" in forms
-    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted", "emoji", "typo"}
+    assert set(forms_of("Celery beat?")) == {"verbatim", "prefixed", "greeted", "emoji", "typo", "keywords"}
+    assert "how_to" not in forms_of("What is Celery beat?")
 
 
 def test_an_answer_counts_as_the_own_trail_another_or_a_miss():
