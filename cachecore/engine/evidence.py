@@ -213,12 +213,12 @@ def asks_the_same(query: TextEvidence, question: TextEvidence) -> bool:
     """Whether ``query`` asks what ``question`` asks in other words around the same ones: the
     same kind of answer wanted and the same words asked about, in the same order, whoever asks
     ("how to install x on ubuntu", "how should I install x on ubuntu" for "how do I install x on
-    ubuntu"); a question typed as keywords ("install x ubuntu") asks how. None of the hard sets'
-    rewordings or close questions is one (they reword or change a word), so the scorer fitted on
-    them has never seen such a query, and reads its shared words as a near miss's."""
+    ubuntu"); a question typed as keywords ("install x ubuntu") asks how, whichever of the two
+    was recorded (an agent may record its search). None of the hard sets' rewordings or close
+    questions is one (they reword or change a word), so the scorer fitted on them has never seen
+    such a query, and reads its shared words as a near miss's."""
     (kind, words), (recorded_kind, recorded_words) = query.ask, question.ask
-    return bool(words) and words == recorded_words and (kind == recorded_kind
-                                                        or (kind is None and recorded_kind == "how"))
+    return bool(words) and words == recorded_words and (kind == recorded_kind or {kind, recorded_kind} == {None, "how"})
 
 
 # A mistyped word is this long at least: shorter ones swapped are too often other words.

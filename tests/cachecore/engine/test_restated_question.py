@@ -183,6 +183,12 @@ def test_decide_serves_the_restated_question_its_trail_as_the_very_same_question
     assert [s["id"] for s in d.sections] == ["names"]
 
 
+def test_a_trail_recorded_from_keywords_is_the_how_question_of_its_words():
+    # An agent may record its search as the trail's question.
+    assert same("How do I install Acme Sync on Ubuntu?", "install acme sync ubuntu")
+    assert not same("Why does Acme Sync install on Ubuntu?", "acme sync install ubuntu")
+
+
 def test_decide_serves_the_question_asked_as_keywords_its_recorded_trail():
     recorded = Candidate("t1", 0.9, normalise_query(INSTALL), [], (_cited("install"),))
     other = Candidate("t2", 0.92, "how do i upgrade acme sync on ubuntu", [], (_cited("upgrade"),))
