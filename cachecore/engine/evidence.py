@@ -209,16 +209,23 @@ def restates(query: TextEvidence, question: TextEvidence, idf: Idf | None = None
     return len(differ) == 1 and _mistyped(*differ[0], idf=idf)
 
 
+# What a question typed as keywords asks: how to do it, or what it is ("celery beat schedule" for
+# "what is the celery beat schedule?"); never why, when, which or whether.
+KEYWORDS_ASK = frozenset({None, "how", "what"})
+
+
 def asks_the_same(query: TextEvidence, question: TextEvidence) -> bool:
     """Whether ``query`` asks what ``question`` asks in other words around the same ones: the
     same kind of answer wanted and the same words asked about, in the same order, whoever asks
     ("how to install x on ubuntu", "how should I install x on ubuntu" for "how do I install x on
-    ubuntu"); a question typed as keywords ("install x ubuntu") asks how, whichever of the two
-    was recorded (an agent may record its search). None of the hard sets' rewordings or close
-    questions is one (they reword or change a word), so the scorer fitted on them has never seen
-    such a query, and reads its shared words as a near miss's."""
+    ubuntu"); a question typed as keywords ("install x ubuntu") asks how or what
+    (``KEYWORDS_ASK``), whichever of the two was recorded (an agent may record its search). None
+    of the hard sets' rewordings or close questions is one (they reword or change a word), so the
+    scorer fitted on them has never seen such a query, and reads its shared words as a near
+    miss's."""
     (kind, words), (recorded_kind, recorded_words) = query.ask, question.ask
-    return bool(words) and words == recorded_words and (kind == recorded_kind or {kind, recorded_kind} == {None, "how"})
+    return bool(words) and words == recorded_words and (
+        kind == recorded_kind or (None in (kind, recorded_kind) and {kind, recorded_kind} <= KEYWORDS_ASK))
 
 
 # A mistyped word is this long at least: shorter ones swapped are too often other words.

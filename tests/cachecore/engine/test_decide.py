@@ -23,7 +23,7 @@ def cited(section_id: str, text: str | None = "text", *, changed: bool = False, 
     return Cited(section_id, recorded, current, None if changed else text, kw.pop("tokens", 10), **kw)
 
 
-def cand(trail_id: str, similarity: float, *sections: Cited, question: str = "install acme on debian please",
+def cand(trail_id: str, similarity: float, *sections: Cited, question: str = "install acme on a debian box please",
          steps=()) -> Candidate:
     return Candidate(trail_id, similarity, question, list(steps), tuple(sections))
 
@@ -211,7 +211,7 @@ def test_a_trail_whose_text_went_uncited_prefetches_only_above_its_boundary():
     blocked = run(Candidate("t1", 0.99, QUERY, [], (cited("a"),), boundary=1.0))
     assert (blocked.outcome, blocked.reason) == (Outcome.HINT, Reason.NOT_CITED_BEFORE)
     assert "not what the answer needed" in blocked.hint
-    below = run(Candidate("t1", 0.95, "install acme on debian please", [], (cited("a"),), boundary=0.9))
+    below = run(Candidate("t1", 0.95, "install acme on a debian box please", [], (cited("a"),), boundary=0.9))
     assert below.outcome is Outcome.PREFETCH  # confidence 0.95 beats the boundary 0.9 (cosine 0.95)
     # The boundary rises to an uncited prefetch's confidence and falls under a cited one's.
     assert boundary_after(boundary=None, confidence=0.9, cited=False, prefetch_confidence=0.8) == 0.9

@@ -127,9 +127,10 @@ def test_the_question_asked_around_the_same_words_by_anyone_restates_it(asked_ag
     ("Why install Acme Sync on Ubuntu?", INSTALL),
     ("Should I install Acme Sync on Ubuntu?", INSTALL),
     ("Can I install Acme Sync on Ubuntu?", INSTALL),
-    # Keywords ask how, not why or what.
+    # Keywords ask how or what, not why, when or whether.
     ("acme sync fails ubuntu", "Why does Acme Sync fail on Ubuntu?"),
-    ("default broker url", "What is the default broker url?"),
+    ("worker restarts after crash", "When does the worker restart after a crash?"),
+    ("install acme sync ubuntu", "Should I install Acme Sync on Ubuntu?"),
     # A word more, less or changed, another object, another order, another direction.
     ("installing acme sync on an ubuntu machine", INSTALL),
     ("How to install Acme Sync on Ubuntu 22.04?", INSTALL),
@@ -187,6 +188,12 @@ def test_a_trail_recorded_from_keywords_is_the_how_question_of_its_words():
     # An agent may record its search as the trail's question.
     assert same("How do I install Acme Sync on Ubuntu?", "install acme sync ubuntu")
     assert not same("Why does Acme Sync install on Ubuntu?", "acme sync install ubuntu")
+
+
+def test_keywords_ask_what_the_words_are_too():
+    assert same("default broker url", "What is the default broker url?")
+    assert same("What's the default broker url?", "default broker url")
+    assert not same("default broker url", "Which is the default broker url?")
 
 
 def test_decide_serves_the_question_asked_as_keywords_its_recorded_trail():
