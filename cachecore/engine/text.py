@@ -177,13 +177,13 @@ def question_ask(wording: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]
     the words that follow, in order, less the asker ("how do I", "how should one", "how to") and
     the fillers of ``FILLER_WORDS``. "what is the way to …" asks how. ``()`` for words: too few
     to say (``MIN_ASK_WORDS``)."""
-    words = list(wording)
-    kind = words.pop(0) if words and words[0] in ASK_WORDS else None
-    while words and words[0] in ASKER_WORDS:
-        words.pop(0)
-    if kind == "what" and words[:2] == ["way", "to"]:
-        kind, words = "how", words[2:]
-    asked = tuple(w for w in words if w not in FILLER_WORDS)
+    kind = wording[0] if wording and wording[0] in ASK_WORDS else None
+    at = 1 if kind else 0
+    while at < len(wording) and wording[at] in ASKER_WORDS:
+        at += 1
+    if kind == "what" and wording[at:at + 2] == ("way", "to"):
+        kind, at = "how", at + 2
+    asked = tuple(w for w in wording[at:] if w not in FILLER_WORDS)
     return kind, asked if len(asked) >= MIN_ASK_WORDS else ()
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cachecore.engine import limits
 from cachecore.engine.pairfeatures import identifiers
-from cachecore.engine.text import normalise_query, question_wording
+from cachecore.engine.text import normalise_query, question_ask, question_wording
 from cachecore.engine.verifier import non_answer_pattern
 
 LINEAR_RATIO = 8.0  # 4x is linear; quadratic is 16x
@@ -105,6 +105,13 @@ def test_question_wording_is_linear_on_long_words_and_runs_of_joiners():
                  lambda n: "quick question " + ":" * n + "a", lambda n: "can you tell me " * (n // 16) + "how",
                  lambda n: "hi, " * (n // 4) + "x", lambda n: "x" + "? thanks" * (n // 8)):
         ratio = _ratio(question_wording, make, 2000)
+        assert ratio < LINEAR_RATIO, (make(10), ratio)
+
+
+def test_question_ask_is_linear_on_a_long_run_of_askers():
+    for make in (lambda n: "how " + "i " * (n // 2) + "x y", lambda n: "what " + "to " * (n // 3) + "way to x y",
+                 lambda n: "on " * (n // 3) + "x"):
+        ratio = _ratio(lambda text: question_ask(question_wording(text)), make, 2000)
         assert ratio < LINEAR_RATIO, (make(10), ratio)
 
 
