@@ -166,8 +166,7 @@ def candidate_from_row(row: Sequence[object]) -> Candidate:
 def last_rows(cur: Any) -> list[tuple[Any, ...]]:
     """The rows of a multi-statement query's last result with rows (after its ``SET LOCAL``s).
     Each result's status says whether it has rows: psycopg builds ``description`` anew (a
-    ``Column`` per column) on every read of it (0.1 ms a recall on the snapshot's wide rows,
-    paired, docs/performance.md)."""
+    ``Column`` per column) on every read of it, and the snapshot's rows are wide."""
     while (cur.pgresult is None or cur.pgresult.status != pq.ExecStatus.TUPLES_OK) and cur.nextset():
         pass
     return cur.fetchall()
