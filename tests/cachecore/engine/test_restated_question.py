@@ -24,6 +24,9 @@ STRICT = MatchScorer(
 POLICY = Policy(scorer=STRICT, similarity_threshold=0.5, prefetch_confidence=0.88, hint_confidence=0.19,
                 coverage_floor=0.3)
 RECORDED = "How do I give a Celery task an explicit name?"
+# The README's recorded question and the ways a user or an agent asks it again around the same
+# words: who asks, "how to", a question typed as keywords.
+INSTALL = "How do I install Acme Sync on Ubuntu?"
 
 
 def wording(q: str) -> tuple[str, ...]:
@@ -80,6 +83,26 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
     ("What does this emoji mean 👍?", "What does this emoji mean?"),
     ("What does the :( emoticon mean?", "What does the emoticon mean?"),
     ("How do I type ♥ on a Mac?", "How do I type on a Mac?"),
+    # Asked by someone else or as keywords (``asks_the_same``): the same holds.
+    # Another kind of answer: why, whether one should, whether one can.
+    ("Why install Acme Sync on Ubuntu?", INSTALL),
+    ("Should I install Acme Sync on Ubuntu?", INSTALL),
+    ("Can I install Acme Sync on Ubuntu?", INSTALL),
+    # Keywords ask how or what, not why, when or whether.
+    ("acme sync fails ubuntu", "Why does Acme Sync fail on Ubuntu?"),
+    ("worker restarts after crash", "When does the worker restart after a crash?"),
+    ("install acme sync ubuntu", "Should I install Acme Sync on Ubuntu?"),
+    # A word more, less or changed, another object, another order, another direction.
+    ("installing acme sync on an ubuntu machine", INSTALL),
+    ("How to install Acme Sync on Ubuntu 22.04?", INSTALL),
+    ("how to uninstall acme sync on ubuntu", INSTALL),
+    ("ubuntu install acme sync", INSTALL),
+    ("how to convert bytes to str", "How do I convert str to bytes?"),
+    ("how to copy files to the server", "How do I copy files from the server?"),
+    ("how to run celery without eventlet", "How do I run Celery with eventlet?"),
+    ("how to run celery eventlet", "How do I run Celery with eventlet?"),
+    # Too few words to be sure of.
+    ("what is wire", "What is the Wire about?"),
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
@@ -103,9 +126,6 @@ def test_the_question_in_conversational_framing_restates_it(framed):
     assert same(framed, RECORDED) and same(RECORDED, framed)
 
 
-# The README's recorded question and the ways a user or an agent asks it again around the same
-# words: who asks, "how to", a question typed as keywords.
-INSTALL = "How do I install Acme Sync on Ubuntu?"
 
 
 @pytest.mark.parametrize("asked_again", [
@@ -122,29 +142,6 @@ def test_the_question_asked_around_the_same_words_by_anyone_restates_it(asked_ag
     assert same(asked_again, INSTALL)
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    # Another kind of answer: why, whether one should, whether one can.
-    ("Why install Acme Sync on Ubuntu?", INSTALL),
-    ("Should I install Acme Sync on Ubuntu?", INSTALL),
-    ("Can I install Acme Sync on Ubuntu?", INSTALL),
-    # Keywords ask how or what, not why, when or whether.
-    ("acme sync fails ubuntu", "Why does Acme Sync fail on Ubuntu?"),
-    ("worker restarts after crash", "When does the worker restart after a crash?"),
-    ("install acme sync ubuntu", "Should I install Acme Sync on Ubuntu?"),
-    # A word more, less or changed, another object, another order, another direction.
-    ("installing acme sync on an ubuntu machine", INSTALL),
-    ("How to install Acme Sync on Ubuntu 22.04?", INSTALL),
-    ("how to uninstall acme sync on ubuntu", INSTALL),
-    ("ubuntu install acme sync", INSTALL),
-    ("how to convert bytes to str", "How do I convert str to bytes?"),
-    ("how to copy files to the server", "How do I copy files from the server?"),
-    ("how to run celery without eventlet", "How do I run Celery with eventlet?"),
-    ("how to run celery eventlet", "How do I run Celery with eventlet?"),
-    # Too few words to be sure of.
-    ("what is wire", "What is the Wire about?"),
-])
-def test_what_changes_the_ask_is_never_taken_for_the_same(a, b):
-    assert not same(a, b) and not same(b, a)
 
 
 def test_framing_alone_is_left_as_it_is():
