@@ -18,14 +18,19 @@
 
 An item is one recorded question with its gold section(s), its same-need rewordings and its
 close-but-different questions; the side (calibration / held-out) comes from
-``research.splits``. Research only: product code never imports this module.
+``research.splits``. Beside each set, ``<set>_light.jsonl`` (where present) gives each item two
+*light* rewordings (the question typed again with most of its words: another inflection, one
+synonym, a generic word added or dropped, a clause moved) and one *near miss* (the question with
+one change that makes it another need: a version, a sibling object, the opposite direction), the
+shape of repeat traffic that the hard sets, whose rewordings avoid the question's words, lack.
+Research only: product code never imports this module.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from research.splits import REPO_ROOT, celery_side, click_side, faq_side, flask_side, pytest_side
@@ -96,6 +101,9 @@ class Item:
     gold: tuple[str, ...]
     same_need: tuple[str, ...]
     close: tuple[Close, ...]
+    # From ``<set>_light.jsonl``: light rewordings (same need) and one-change near misses.
+    light: tuple[str, ...] = ()
+    near_miss: tuple[Close, ...] = ()
 
     def same_need_at(self, index: int) -> str:
         """The rewording a round uses: round r takes the (r-1)-th, cycling."""
@@ -130,6 +138,22 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def light_path(path: Path) -> Path:
+    """The light set beside a question set: ``celery_hard.jsonl`` → ``celery_light.jsonl``."""
+    return path.with_name(path.name.replace("_hard.jsonl", ".jsonl").replace(".jsonl", "_light.jsonl"))
+
+
+def _with_light(items: list[Item], path: Path) -> list[Item]:
+    """``items`` with the light rewordings and near misses of ``light_path(path)``, if present."""
+    light = light_path(path)
+    if not light.is_file():
+        return items
+    by_id = {d["id"]: d for d in _jsonl(light)}
+    return [replace(i, light=tuple(by_id[i.id]["light"]),
+                    near_miss=tuple(Close(m["question"], m["change"], False) for m in by_id[i.id]["near_miss"]))
+            if i.id in by_id else i for i in items]
+
+
 def faq_items(base: Path = FAQ_SET, hard: Path = FAQ_HARD) -> list[Item]:
     """The Python FAQ entries: the set's paraphrase and the hard set's extra one as the two
     same-need questions, the hard set's twins as the close-but-different ones."""
@@ -142,17 +166,17 @@ def faq_items(base: Path = FAQ_SET, hard: Path = FAQ_HARD) -> list[Item]:
             same_need=tuple(e.get("paraphrases", []) + h.get("paraphrases_extra", [])),
             close=tuple(Close(t["question"], t["kind"], bool(t["answered_by_source"])) for t in h.get("twins", [])),
         ))
-    return out
+    return _with_light(out, base)
 
 
 def hard_set_items(path: Path, side: Callable[[str], str]) -> list[Item]:
     """A hand-written hard set (Celery's, Flask's): one item per line, grouped by ``topic``."""
-    return [Item(
+    return _with_light([Item(
         id=d["id"], group=d["topic"], side=side(d["topic"]), question=d["question"], gold=(d["gold"],),
         same_need=tuple(d["same_need"]),
         close=tuple(Close(c["question"], c["kind"], bool(c["answered_by_source"]), tuple(c.get("answer", ())))
                     for c in d["close"]),
-    ) for d in _jsonl(path)]
+    ) for d in _jsonl(path)], path)
 
 
 def celery_items(path: Path = CELERY_SET) -> list[Item]:

@@ -164,7 +164,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 
 
 def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
-                   with_rewordings: bool = False) -> Path:
+                   with_rewordings: bool = False, light: bool = False) -> Path:
     """``collect`` for a replay corpus of ``research.corpora`` (``celery``, ``flask``): one trail per item
     citing its gold section, then every same-need rewording (kind ``paraphrase``) and every
     close-but-different question (kind ``twin``, with ``answered_by_source``) recalled with
@@ -174,7 +174,11 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
     rewording (citing the gold, as an agent's accepted answer would), as a tenant whose cache
     grew with its users' words does; the probes are then the items' other rewordings and their
     close questions. Each row lists the item's trails (``item_trails``), and a candidate that
-    is one of them has ``recorded_rewording`` set when it is not the item's own question."""
+    is one of them has ``recorded_rewording`` set when it is not the item's own question.
+
+    ``light``: the probes are instead the items' light rewordings (kind ``paraphrase_light``) and
+    one-change near misses (kind ``twin_near``, which the gold section does not answer) of
+    ``<set>_light.jsonl`` (``research.corpora``); the FAQ set too."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -198,6 +202,9 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
         skip = 1 if with_rewordings else 0
         probes = [(i, "paraphrase", q, True) for i in items for q in i.same_need[skip:]] + [
             (i, "twin", c.question, c.answered_by_source) for i in items for c in i.close]
+        if light:
+            probes = [(i, "paraphrase_light", q, True) for i in items for q in i.light] + [
+                (i, "twin_near", m.question, False) for i in items for m in i.near_miss]
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "w", encoding="utf-8") as fh, Progress("recall probes", len(probes)) as bar:
             for item, kind, query, answered in probes:
@@ -383,7 +390,8 @@ def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         cands = [c for c in row["candidates"] if qualifies(c, floor)]
-        kind = "paraphrase" if row["kind"].startswith("paraphrase") or row["kind"] == "duplicate" else (
+        kind = "paraphrase_light" if row["kind"] == "paraphrase_light" else "paraphrase" if (
+            row["kind"].startswith("paraphrase") or row["kind"] == "duplicate") else (
             "twin_answered" if row["kind"] == "twin" and row["answered_by_source"] else row["kind"])
         bucket = out.setdefault(f"{row.get('set', 'faq')}:{kind}",
                                 {"n": 0, "own_prefetch": 0, "own_any": 0, "source_prefetch": 0, "prefetch": 0,
@@ -448,8 +456,10 @@ def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tu
         # unless the rows carry the sections that answer it (``annotate_answers``).
         # A set with fewer close probes than MIN_SET_PROBES cannot bound a rate of a few per cent
         # (one probe is more than the target); it does not choose the cut.
+        # A light set's near misses (one change, never answered by the source) are close
+        # questions too, and bound the cut in the same way.
         rates = [b["wrong_prefetch"] / b["n"] for k, b in sim.items()
-                 if k.endswith(":twin") and b["n"] >= MIN_SET_PROBES]
+                 if k.endswith((":twin", ":twin_near")) and b["n"] >= MIN_SET_PROBES]
         if max(rates, default=0.0) <= target_false:
             best_cut = cut
             break
@@ -720,6 +730,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the tenant also holds a trail recorded for each item's first rewording (not the FAQ)")
     c.add_argument("--corpus", default="faq", choices=sorted(CORPORA),
                    help="faq: the Python docs FAQ set; celery, flask: the replay's hard sets")
+    c.add_argument("--light", action="store_true",
+                   help="only the light rewordings and near misses of tests/data/eval/<set>_light.jsonl")
     rp = sub.add_parser("report")
     rp.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "matching" / "latest")
     rp.add_argument("--qqp-trails", type=int, default=10_000)
@@ -776,9 +788,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.with_rewordings and args.corpus == "faq":
             parser.error("--with-rewordings: a replay corpus only (celery, flask, pytest, click), not the FAQ set")
         floor = None if args.defaults else COLLECT_FLOOR
-        rows_out = args.out or default_rows(args.corpus + ("-rewordings" if args.with_rewordings else ""))
-        if args.corpus != "faq":
-            out = collect_corpus(args.corpus, rows_out, floor=floor, with_rewordings=args.with_rewordings)
+        rows_out = args.out or default_rows(args.corpus + ("-rewordings" if args.with_rewordings else "")
+                                            + ("-light" if args.light else ""))
+        if args.corpus != "faq" or args.light:
+            out = collect_corpus(args.corpus, rows_out, floor=floor, with_rewordings=args.with_rewordings,
+                                 light=args.light)
         else:
             out = collect(parse_overrides(args.set), rows_out, floor=floor, keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")
