@@ -289,8 +289,6 @@ SIGNS = {
     "polarity_conflict": -1, "negation_differs": -1, "numbers_differ": -1, "sentence_margin": 1,
     # A trail found through its section, not its question, is weaker evidence of the same need.
     "via_sections": -1,
-    # The question's words shared with nothing left over on either side never speak against it.
-    "same_words": 1,
 }
 
 
@@ -340,27 +338,12 @@ def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = (),
     for path in paths:
         with open(path, encoding="utf-8") as fh:
             part = [json.loads(line) for line in fh if line.strip()]
-        for row in part:
-            for cand in row["candidates"]:
-                _derived_features(cand["features"])
         if per_corpus:
             _standardise(part, per_corpus)
         if answers:
             annotate_answers(part)
         rows.extend(part)
     return rows
-
-
-def _derived_features(features: dict[str, float]) -> None:
-    """Evidence added to the product after rows were collected, where it is a function of
-    features the rows hold, computed by the product's own function (in place)."""
-    from cachecore.engine.evidence import same_words
-
-    if "same_words" not in features:
-        # A row's candidates always have a question (the studies record none redacted).
-        features["same_words"] = same_words(content_jaccard=features["content_jaccard"],
-                                            unexplained=features["unexplained"],
-                                            trail_unmatched=features["trail_unmatched"])
 
 
 def annotate_answers(rows: list[dict[str, Any]]) -> None:
@@ -440,26 +423,21 @@ REGIMES = ("document", "question")
 
 def in_regime(cand: dict[str, Any], regime: str) -> bool:
     """Whether recall scores this candidate with the question scorer's regime (its cited text
-    restates its question) or, for ``document``, with either (the document scorer is fitted on
-    every candidate whose rivals are known)."""
+    restates its question) or, for ``document``, with either (the document scorer was fitted on
+    every candidate)."""
     from cachecore.engine.scorer import RESTATES_QUESTION
 
     if regime == "document":
-        # Without rivals known (a recall whose tenant still embeds many sections' chunks, say)
-        # recall scores every candidate with the question scorer (``scorer_for``).
-        return bool(cand["features"].get("rival_known", 1.0))
+        return True
     coverage = trail_coverage_of(cand)
     return coverage is not None and coverage >= RESTATES_QUESTION
 
 
 def regime_rows(rows: list[dict[str, Any]], regime: str) -> list[dict[str, Any]]:
-    """``rows`` with only the candidates ``regime`` scores; a probe whose candidates are all
-    another regime's is left out (it counts in no set's rates)."""
+    """``rows`` with only the candidates ``regime`` scores; for ``question``, a probe without
+    such a candidate is left out (it counts in no set's rates)."""
     kept = [{**r, "candidates": [c for c in r["candidates"] if in_regime(c, regime)]} for r in rows]
-    # A probe without a candidate counts in the document scorer's rates (a miss), unless every
-    # candidate it had is another regime's.
-    return [k for k, r in zip(kept, rows, strict=True) if k["candidates"] or (regime == "document"
-                                                                             and not r["candidates"])]
+    return [r for r in kept if regime == "document" or r["candidates"]]
 
 
 def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tuple[float, float]:

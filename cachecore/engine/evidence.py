@@ -47,7 +47,6 @@ FEATURES = (
     "sentence_margin",
     "sentence_known",
     "via_sections",
-    "same_words",
 )
 
 # Evidence that is unknown when its flag is 0 (the margins: no rival known, or the cited or
@@ -289,7 +288,6 @@ def match_features(
     unexplained, unexplained_max = _share(q_terms, explained, idf)
     trail_unmatched, _ = _share(t_terms, q_terms, idf) if t_terms else (0.0, 0.0)
     union = len(q_terms | t_terms)
-    content_jaccard = len(q_terms & t_terms) / union if union else 0.0
     asked = bool(question.text)
     return [
         float(cosine),
@@ -301,7 +299,7 @@ def match_features(
         # How much less the cited text supports this query than the question it was cited for.
         trail_coverage - coverage if coverage is not None and trail_coverage is not None else 0.0,
         trigram_overlap(query.trigrams, question.trigrams) if asked else 0.0,
-        content_jaccard,
+        len(q_terms & t_terms) / union if union else 0.0,
         1.0 if asked and views_conflict(query.polarity, question.polarity) else 0.0,
         1.0 if asked and query.polarity.negations % 2 != question.polarity.negations % 2 else 0.0,
         sets_differ(query.numbers, question.numbers),
@@ -319,15 +317,4 @@ def match_features(
         # evidence then speaks for a trail whose question is not among the nearest, and on every
         # corpus measured it speaks too loudly there (docs/evaluation.md).
         1.0 if via_sections else 0.0,
-        same_words(content_jaccard=content_jaccard, unexplained=unexplained, trail_unmatched=trail_unmatched)
-        if asked else 0.0,
     ]
-
-
-def same_words(*, content_jaccard: float, unexplained: float, trail_unmatched: float) -> float:
-    """The question asked again in a few other words: the query and the trail's question share
-    their content words (``content_jaccard``) and nothing is left over on either side (no query
-    word the trail does not explain, no word of its question missing). The overlap features alone
-    read shared words as a near miss's, since the hard sets' close questions reuse the question's
-    words and their rewordings avoid them; a near miss changes a word, so something is left over."""
-    return content_jaccard * (1.0 - unexplained) * (1.0 - trail_unmatched)
