@@ -92,11 +92,16 @@ def trigram_overlap(ta: set[str] | frozenset[str], tb: set[str] | frozenset[str]
 
 def content_words(text: str) -> set[str]:
     """Stemmed words of ``text`` less stop words and negations."""
-    return {
+    return set(content_sequence(text))
+
+
+def content_sequence(text: str) -> tuple[str, ...]:
+    """``content_words`` in the order they first appear."""
+    return tuple(dict.fromkeys(
         stem(t)
         for t in _WORD.findall(text.lower().replace("\u2019", "'"))
         if t not in _STOPWORDS and t not in _NEGATIONS and not t.endswith("n't")
-    }
+    ))
 
 
 def numbers(text: str) -> set[str]:

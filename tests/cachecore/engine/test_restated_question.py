@@ -103,6 +103,17 @@ def test_the_question_put_in_other_function_words_restates_it(asked_again):
     ("how to run celery eventlet", "How do I run Celery with eventlet?"),
     # Too few words to be sure of.
     ("what is wire", "What is the Wire about?"),
+    # The same content words (``says_the_same``), but another order, direction, name or sense.
+    ("How do I get a task's id when I only have its result?",
+     "How do I get a task's result when I only have its id?"),
+    ("How do I access a module written in Python from C?", "How do I access a module written in C from Python?"),
+    ("How do I convert a number to a string?", "converting a string to a number"),
+    ("Can I create my own functions in C++?", "Can I create my own functions in C?"),
+    ("What does باقر mean in Arabic?", "What does this mean in Arabic?"),
+    ("How do I copy a file to the server?", "copying a file from the server"),
+    ("What is the difference between a list and a tuple?", "difference between a list or a tuple"),
+    ("How do I enable task events?", "disabling task events"),
+    ("Why are tasks not acknowledged?", "why are tasks acknowledged"),
 ])
 def test_what_changes_the_question_is_never_taken_for_a_restatement(a, b):
     assert not same(a, b) and not same(b, a)
@@ -142,6 +153,20 @@ def test_the_question_asked_around_the_same_words_by_anyone_restates_it(asked_ag
     assert same(asked_again, INSTALL)
 
 
+
+
+@pytest.mark.parametrize(("asked_again", "recorded"), [
+    # Light rewordings (tests/data/eval/*_light.jsonl): another inflection, another form of the
+    # question, a keyword or request form; the same content words in the same order.
+    ("installing acme sync on ubuntu - how?", INSTALL),
+    ("giving a celery task an explicit name", RECORDED),
+    ("configuring logging of the celery worker", "How do I configure the logging of Celery workers?"),
+    ("Why doesn't my periodic task run?", "why isn't my periodic task running"),
+    ("what is a negative index", "What are negative indexes?"),
+])
+def test_the_same_content_words_in_the_same_order_and_sense_restate_it(asked_again, recorded):
+    assert wording(asked_again) != wording(recorded)
+    assert same(asked_again, recorded) and same(recorded, asked_again)
 
 
 def test_framing_alone_is_left_as_it_is():
