@@ -48,7 +48,8 @@ bench-growth: setup
 
 # The replay (research/calibration_replay.py) on the five documentation corpora: per-round tables,
 # reports/replay/<corpus>-noise<p>/{report.json,replay.png}; REPLAY_ARGS="--noise 0 --rounds 4".
-# Then a recorded question asked again near-verbatim (research/near_repeats.py).
+# Then a recorded question asked again near-verbatim (research/near_repeats.py), and typed again
+# with most of its words or changed in one (research/light_rewordings.py, all five corpora).
 eval: setup
 	$(PY) manage.py evaluate $(EVAL_ARGS)
 	$(PY) -m research.match_calibration report $(MATCH_ARGS)
@@ -59,6 +60,7 @@ eval: setup
 	$(PY) -m research.calibration_replay --corpus click $(REPLAY_ARGS)
 	$(PY) -m research.calibration_replay --corpus pytest --labels accepted $(REPLAY_ARGS)
 	$(PY) -m research.near_repeats --corpus celery
+	$(PY) -m research.light_rewordings
 
 # The matching scorers fitted again on the shipped model (after a model or evidence change): the
 # calibration rows of the FAQ, Celery and Flask sets and QQP's calibration side, then the document

@@ -101,6 +101,21 @@ def test_the_bands_are_the_lowest_cut_under_the_target_and_the_fifth_percentile_
     assert choose_bands(cal, lambda c: c["features"]["cosine"] + 0.2, target_false=0.0)[0] == 0.99
 
 
+def test_a_sets_near_misses_count_with_its_close_questions_against_the_cut() -> None:
+    from research.match_calibration import choose_bands
+
+    # 100 twins whose source scores 0.40 + i/200 (at 0.89 two are served, 2 %) and 40 near
+    # misses (kind twin_near, never answered by the source) of which two score 0.895: alone
+    # they are 5 % of 40, with the twins 4 of 140 (2.9 %), under a 3 % target.
+    twins = [_probe("twin", 0.40 + i / 200, i) for i in range(100)]
+    near = [_probe("twin_near", 0.895 if i < 2 else 0.3, i) for i in range(40)]
+    paraphrases = [_probe("paraphrase", 0.50 + i / 400, i) for i in range(100)]
+    assert choose_bands(twins + near + paraphrases, lambda c: c["features"]["cosine"], target_false=0.03)[0] == 0.89
+    # Four near misses served make 6 of 140 (4.3 %): the cut rises above them.
+    near = [_probe("twin_near", 0.895 if i < 4 else 0.3, i) for i in range(40)]
+    assert choose_bands(twins + near + paraphrases, lambda c: c["features"]["cosine"], target_false=0.03)[0] == 0.9
+
+
 def test_cuts_are_chosen_again_for_the_shipped_weights(tmp_path: Path) -> None:
     from cachecore.engine.scorer import QUESTION_SCORER_PATH, MatchScorer
     from research.match_calibration import choose_bands, recut
