@@ -287,9 +287,9 @@ def says_the_same(query: TextEvidence, question: TextEvidence) -> bool:
     order of two (the reverse direction: "a number to a string" / "a string to a number"), a
     relation ("to" / "from"), a negation. The hard sets' rewordings avoid the question's words and
     their close questions change one, so the scorer fitted on them reads shared words as a near
-    miss's; of their light rewordings (``tests/data/eval/*_light.jsonl``) this serves about two in
-    five, and none of their near misses, hard rewordings or close questions (docs/evaluation.md).
-    Not fitted."""
+    miss's. Of the light rewordings of ``tests/data/eval/*_light.jsonl`` this takes a fifth to a
+    third, and no near miss, hard rewording or close question for its own trail's question
+    (docs/evaluation.md). Not fitted."""
     (kind, _), (recorded_kind, _) = query.ask, question.ask
     return (len(query.content_order) >= MIN_ASK_WORDS and query.content_order == question.content_order
             and (kind == recorded_kind or (None in (kind, recorded_kind) and {kind, recorded_kind} <= KEYWORDS_ASK))
