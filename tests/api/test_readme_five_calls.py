@@ -89,8 +89,11 @@ def test_the_readme_five_calls_answer_as_printed(live_server: Any, tmp_path: Pat
     for answer, at in ((again, same), (reworded, other)):
         shown_line = next(line for line in lines[at:] if line.startswith("# →"))
         shown = readme_json(shown_line + " " + lines[lines.index(shown_line) + 1])
-        for field in ("outcome", "reason", "confidence"):
+        for field in ("outcome", "reason"):
             assert answer[field] == shown[field], (field, answer, shown_line)
+        # The int8 model's vectors differ in the last digits from one CPU to another: a printed
+        # confidence holds to the third decimal (0.1232 on one machine, 0.1233 on another).
+        assert abs(answer["confidence"] - shown["confidence"]) <= 0.001, (answer, shown_line)
     assert again["sections"][0]["id"] == "guide/install.md#linux" and again["sections"][0]["status"] == "valid"
     assert again["sections"][0]["text"].startswith("On Linux, run apt install acme-sync.")
     assert all("text" not in section for section in reworded["sections"])
