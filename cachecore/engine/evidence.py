@@ -245,8 +245,13 @@ def asks_the_same(query: TextEvidence, question: TextEvidence) -> bool:
     scorer fitted on them has never seen such a query, and reads its shared words as a near
     miss's."""
     (kind, words), (recorded_kind, recorded_words) = query.ask, question.ask
-    return bool(words) and words == recorded_words and (
-        kind == recorded_kind or (None in (kind, recorded_kind) and {kind, recorded_kind} <= KEYWORDS_ASK))
+    return bool(words) and words == recorded_words and _same_kind(kind, recorded_kind)
+
+
+def _same_kind(kind: str | None, recorded_kind: str | None) -> bool:
+    """Whether two questions want the same kind of answer: the same interrogative or auxiliary,
+    or keywords (None) on either side against "how" or "what" (``KEYWORDS_ASK``)."""
+    return kind == recorded_kind or (None in (kind, recorded_kind) and {kind, recorded_kind} <= KEYWORDS_ASK)
 
 
 # The words that relate a question's content words and that ``content_sequence`` leaves out (stop
@@ -292,7 +297,7 @@ def says_the_same(query: TextEvidence, question: TextEvidence) -> bool:
     (docs/evaluation.md). Not fitted."""
     (kind, _), (recorded_kind, _) = query.ask, question.ask
     return (len(query.content_order) >= MIN_ASK_WORDS and query.content_order == question.content_order
-            and (kind == recorded_kind or (None in (kind, recorded_kind) and {kind, recorded_kind} <= KEYWORDS_ASK))
+            and _same_kind(kind, recorded_kind)
             and query.relations == question.relations
             and query.numbers == question.numbers and query.identifiers == question.identifiers
             and _marked(query.wording) == _marked(question.wording)
