@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
 
 from cachecore.engine.pairfeatures import (
     content_sequence,
@@ -139,11 +139,20 @@ class TrailContext:
     # specifics), for the query's specifics.
     cited_text: str | None = None
 
-    @cached_property
+    @property
     def question(self) -> TextEvidence:
         """The evidence of the trail's question (empty for a redacted trail), normalised as a
         query is now: a question stored before its framing was left out reads without it."""
-        return TextEvidence.of(normalise_query(self.query_normalised))
+        return question_evidence(self.query_normalised)
+
+
+@lru_cache(maxsize=8192)
+def question_evidence(question_normalised: str) -> TextEvidence:
+    """A stored question's ``TextEvidence``, read once per process while it keeps coming up as a
+    candidate (immutable, so shared; the query's own is read on every recall). A hit saves about
+    0.05 ms of a recall's CPU, as ``polarity._terms`` and ``stem`` do per text and word: far under
+    a recall's run-to-run spread, so it tells no tenant what another's recalls read."""
+    return TextEvidence.of(normalise_query(question_normalised))
 
 
 # Sections still waiting for their chunks, as a share of the tenant's, beyond which the list of

@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from cachecore.engine.polarity import negation_count, polarity_conflict, stem
@@ -73,9 +74,15 @@ def trigrams(text: str) -> set[str]:
     behind, every 3-character window."""
     grams: set[str] = set()
     for word in _TRGM_WORD.findall(text.lower()):
-        padded = f"  {word} "
-        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+        grams |= _word_trigrams(word)
     return grams
+
+
+@lru_cache(maxsize=65536)
+def _word_trigrams(word: str) -> frozenset[str]:
+    """One word's trigrams (words recur from question to question: read each once, as ``stem``)."""
+    padded = f"  {word} "
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
 
 
 def trigram_similarity(a: str, b: str) -> float:

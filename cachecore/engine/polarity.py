@@ -97,18 +97,30 @@ def _content_words(text: str) -> set[str]:
     }
 
 
+@lru_cache(maxsize=8192)
+def _antonym_sides(terms: frozenset[str]) -> tuple[tuple[int, bool], ...]:
+    """For each pair of ``ANTONYMS`` of which a text holds one side and not the other, the
+    pair's index and which side (True: the first), in the list's order (read once per text, as
+    its ``_terms``)."""
+    return tuple((i, sx in terms) for i, (_, _, sx, sy) in enumerate(_STEMMED_ANTONYMS)
+                 if (sx in terms) != (sy in terms))
+
+
 @dataclass(frozen=True)
 class PolarityView:
-    """What the guard reads of one text, computed once: its negation count, content words and
-    stemmed terms (a recall compares its query with every candidate's question)."""
+    """What the guard reads of one text, computed once: its negation count, content words,
+    stemmed terms and the antonyms it holds one side of (a recall compares its query with every
+    candidate's question)."""
 
     negations: int
     content: frozenset[str]
     terms: frozenset[str]
+    sides: tuple[tuple[int, bool], ...]
 
     @classmethod
     def of(cls, text: str) -> PolarityView:
-        return cls(negation_count(text), frozenset(_content_words(text)), _terms(text))
+        terms = _terms(text)
+        return cls(negation_count(text), frozenset(_content_words(text)), terms, _antonym_sides(terms))
 
 
 def polarity_conflict(a: str, b: str) -> str | None:
@@ -122,9 +134,11 @@ def views_conflict(a: PolarityView, b: PolarityView) -> str | None:
         ca, cb = a.content, b.content
         if len(ca & cb) / max(1, len(ca | cb)) >= NEGATION_MIN_OVERLAP:
             return "negation differs"
-    terms_a, terms_b = a.terms, b.terms
-    for x, y, sx, sy in _STEMMED_ANTONYMS:
-        a_x, a_y, b_x, b_y = sx in terms_a, sy in terms_a, sx in terms_b, sy in terms_b
-        if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
-            return f"{x} vs {y}"
+    if a.sides and b.sides:
+        # The first pair (in ``ANTONYMS``' order) of which each holds the side the other lacks.
+        b_sides = dict(b.sides)
+        for i, first in a.sides:
+            if b_sides.get(i) is (not first):
+                x, y, _, _ = _STEMMED_ANTONYMS[i]
+                return f"{x} vs {y}"
     return None

@@ -287,3 +287,14 @@ def test_decide_serves_the_recorded_trail_to_its_question_asked_with_a_slip():
     assert not same(TYPO, RECORDED, known)
     d = decide(query=normalise_query(TYPO), candidates=[other, recorded], policy=POLICY, budget=1000, idf=known)
     assert d.outcome != Outcome.PREFETCH
+
+
+def test_a_stored_question_reads_as_a_query_of_its_words_and_once():
+    from cachecore.engine.evidence import TrailContext, question_evidence
+
+    stored = "hi! how do i give a celery task an explicit name? thanks"   # stored before framing was cut
+    context = TrailContext(stored, steps=[])
+    assert context.question == TextEvidence.of(normalise_query(stored))
+    assert context.question.wording == TextEvidence.of(normalise_query(RECORDED)).wording
+    # Read once per process while it keeps coming up: the same (immutable) evidence again.
+    assert TrailContext(stored, steps=[]).question is context.question is question_evidence(stored)
