@@ -84,7 +84,6 @@ def _stemmed_term(term: str) -> str:
 _STEMMED_ANTONYMS = [(x, y, _stemmed_term(x), _stemmed_term(y)) for x, y in ANTONYMS]
 
 
-@lru_cache(maxsize=8192)
 def _terms(text: str) -> frozenset[str]:
     """The text's stemmed words and stemmed two-word phrases (antonyms are one or two words)."""
     stems = [stem(t) for t in _tokens(text)]
@@ -97,13 +96,19 @@ def _content_words(text: str) -> set[str]:
     }
 
 
-@lru_cache(maxsize=8192)
 def _antonym_sides(terms: frozenset[str]) -> tuple[tuple[int, bool], ...]:
     """For each pair of ``ANTONYMS`` of which a text holds one side and not the other, the
-    pair's index and which side (True: the first), in the list's order (read once per text, as
-    its ``_terms``)."""
+    pair's index and which side (True: the first), in the list's order."""
     return tuple((i, sx in terms) for i, (_, _, sx, sy) in enumerate(_STEMMED_ANTONYMS)
                  if (sx in terms) != (sy in terms))
+
+
+@lru_cache(maxsize=8192)
+def _terms_and_sides(text: str) -> tuple[frozenset[str], tuple[tuple[int, bool], ...]]:
+    """``_terms`` and ``_antonym_sides`` of a text, read once per text (the guard runs on every
+    candidate of every recall)."""
+    terms = _terms(text)
+    return terms, _antonym_sides(terms)
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,8 @@ class PolarityView:
 
     @classmethod
     def of(cls, text: str) -> PolarityView:
-        terms = _terms(text)
-        return cls(negation_count(text), frozenset(_content_words(text)), terms, _antonym_sides(terms))
+        terms, sides = _terms_and_sides(text)
+        return cls(negation_count(text), frozenset(_content_words(text)), terms, sides)
 
 
 def polarity_conflict(a: str, b: str) -> str | None:
