@@ -346,6 +346,26 @@ def load_rows(paths: Sequence[Path], *, per_corpus: Sequence[str] = (),
     return rows
 
 
+def answered_as_recorded(row: dict[str, Any]) -> bool:
+    """Whether one of the probe's candidates is a trail recorded for this very question
+    (normalised): recall then serves that trail by rule and skips its second read, the sections
+    covering the query (``decide.asked_as_recorded``), so every candidate's rival evidence is
+    unknown (``rival_known`` 0) for that reason alone. 136 of the FAQ set's distinct questions are
+    another entry's question word for word; rows collected before the skip (6 December) carried
+    the rival evidence for them."""
+    from cachecore.engine.text import normalise_query
+
+    query = normalise_query(row["query"])
+    return any(c.get("query_normalised") == query for c in row["candidates"])
+
+
+def scored_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The probes the scorer decides: those ``answered_as_recorded`` left out (the rule answers
+    them, and their candidates' evidence lacks what any other wording would carry). What a fit,
+    its bands and a left-out corpus's check read."""
+    return [r for r in rows if not answered_as_recorded(r)]
+
+
 def annotate_answers(rows: list[dict[str, Any]]) -> None:
     """Give each row of a hard set (``Corpus.names_answers``: their close questions name the
     sections that answer them) ``right_entries``: the items whose trail's cited section answers
@@ -491,7 +511,7 @@ def recut(paths: Sequence[Path], *, regime: str, target_false: float, write: boo
     # The first stage as the tenant default has it (the document scorer's floor).
     floor = MatchScorer.load(SCORER_JSON).similarity_threshold
     cal = regime_rows([{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
-                       for r in load_rows(paths) if r["side"] == CALIBRATION], regime)
+                       for r in scored_rows(load_rows(paths)) if r["side"] == CALIBRATION], regime)
 
     def score(c: dict[str, Any]) -> float:
         return scorer.score([c["features"][f] for f in FEATURES])
@@ -537,7 +557,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
         FEATURES = tuple(f for f in FEATURES if f not in SECTION_EVIDENCE)  # noqa: N806
     FEATURES = (*(f for f in FEATURES if f not in without), *extra)  # noqa: N806 - the names this fit uses
 
-    rows = regime_rows(load_rows(paths, per_corpus=per_corpus, answers=answers), regime)
+    rows = regime_rows(scored_rows(load_rows(paths, per_corpus=per_corpus, answers=answers)), regime)
     cal = [r for r in rows if r["side"] == CALIBRATION]
     held = [r for r in rows if r["side"] == HELD_OUT]
     feats, labels, sample_weights, sets = [], [], [], []
@@ -646,7 +666,8 @@ def leave_one_corpus_out(paths: Sequence[Path], *, target_false: float = 0.03, l
                   per_corpus=per_corpus, answers=answers)
         floor = rep["similarity_threshold"]
         held = [{**r, "candidates": [c for c in r["candidates"] if qualifies(c, floor)]}
-                for r in load_rows([left], per_corpus=per_corpus, answers=True) if r["side"] == HELD_OUT]
+                for r in scored_rows(load_rows([left], per_corpus=per_corpus, answers=True))
+                if r["side"] == HELD_OUT]
         out[left.name] = {
             "fitted_on": [p.name for p in rest],
             "cuts": {k: rep[k] for k in ("prefetch_confidence", "hint_confidence", "similarity_threshold")},

@@ -254,3 +254,28 @@ def test_a_trail_recorded_for_the_items_rewording_is_labelled_as_the_items_own()
     # Rows collected without recorded rewordings: only the source trail is the item's.
     plain = {k: v for k, v in twin.items() if k != "item_trails"}
     assert should_serve(plain, "t1") is False and should_serve(plain, "r1") is None
+
+
+def test_a_probe_that_is_another_trails_own_question_is_left_out_of_the_fit(tmp_path: Path) -> None:
+    # Recall answers such a probe by rule and skips the read that gives every candidate its rival
+    # evidence (decide.asked_as_recorded): its source trail's row would teach the scorer that an
+    # unknown rival means another need.
+    rng = random.Random(0)
+    rows = _rows("a", paraphrases=60, twins=60, twin_cosine=0.4, rng=rng)
+    for i in range(10):
+        recorded = _candidate(source=False, cosine=1.0, restates=True)
+        source = _candidate(source=True, cosine=0.6, restates=False)
+        for c in (recorded, source):
+            c["features"]["rival_known"] = 0.0
+        recorded["query_normalised"] = f"why was thing {i} created in the first place"
+        rows.append({"set": "a", "side": CALIBRATION, "kind": "distinct", "answered_by_source": False,
+                     "query": f"Why was thing {i} created in the first place?", "candidates": [recorded, source]})
+    # A distinct probe that no trail was recorded for is a negative of the fit, as before.
+    other = _candidate(source=True, cosine=0.6, restates=False)
+    other["query_normalised"] = "why was thing 0 created"
+    rows.append({"set": "a", "side": CALIBRATION, "kind": "distinct", "answered_by_source": False,
+                 "query": "Why was thing 0 made?", "candidates": [other]})
+
+    document = fit([_write(tmp_path / "a.jsonl", rows)], write=False, target_false=0.04, regime="document")
+
+    assert document["pairs"] == {"calibration": 181, "positive": 60}
