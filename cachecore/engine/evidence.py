@@ -150,9 +150,9 @@ class TrailContext:
 def question_evidence(question_normalised: str) -> TextEvidence:
     """A stored question's ``TextEvidence``, read once per process while it keeps coming up as a
     candidate (immutable, so shared; the query's own is read on every recall). A hit saves about
-    0.05 ms of a recall's CPU, as ``polarity._terms`` and ``stem`` do per text and word: far under
-    a recall's run-to-run spread, so it tells no tenant what another's recalls read. An entry
-    holds about 6 KB (its trigram set, words and stems): 1,024 of them about 6 MB a process."""
+    0.05 ms of a recall's CPU, as ``polarity._text_sides`` and ``stem`` do per text and word: far
+    under a recall's run-to-run spread, so it tells no tenant what another's recalls read. An
+    entry holds about 6 KB (its trigram set, words and stems): 1,024 of them about 6 MB a process."""
     return TextEvidence.of(normalise_query(question_normalised))
 
 

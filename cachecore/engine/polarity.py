@@ -104,28 +104,25 @@ def _antonym_sides(terms: frozenset[str]) -> tuple[tuple[int, bool], ...]:
 
 
 @lru_cache(maxsize=8192)
-def _terms_and_sides(text: str) -> tuple[frozenset[str], tuple[tuple[int, bool], ...]]:
-    """``_terms`` and ``_antonym_sides`` of a text, read once per text (the guard runs on every
+def _text_sides(text: str) -> tuple[tuple[int, bool], ...]:
+    """``_antonym_sides`` of a text's ``_terms``, read once per text (the guard runs on every
     candidate of every recall)."""
-    terms = _terms(text)
-    return terms, _antonym_sides(terms)
+    return _antonym_sides(_terms(text))
 
 
 @dataclass(frozen=True)
 class PolarityView:
-    """What the guard reads of one text, computed once: its negation count, content words,
-    stemmed terms and the antonyms it holds one side of (a recall compares its query with every
-    candidate's question)."""
+    """What the guard reads of one text, computed once: its negation count, content words and
+    the antonym pairs it holds one side of (a recall compares its query with every candidate's
+    question)."""
 
     negations: int
     content: frozenset[str]
-    terms: frozenset[str]
     sides: tuple[tuple[int, bool], ...]
 
     @classmethod
     def of(cls, text: str) -> PolarityView:
-        terms, sides = _terms_and_sides(text)
-        return cls(negation_count(text), frozenset(_content_words(text)), terms, sides)
+        return cls(negation_count(text), frozenset(_content_words(text)), _text_sides(text))
 
 
 def polarity_conflict(a: str, b: str) -> str | None:
