@@ -10,7 +10,7 @@ trails (research/near_repeats.py)."""
 import pytest
 
 from cachecore.engine.decide import Candidate, Cited, Policy, Reason, decide
-from cachecore.engine.evidence import FEATURES, Idf, TextEvidence, restates
+from cachecore.engine.evidence import FEATURES, Idf, TextEvidence, TrailContext, question_evidence, restates
 from cachecore.engine.outcome import Outcome
 from cachecore.engine.scorer import MatchScorer
 from cachecore.engine.text import content_hash, normalise_query, question_wording, without_framing
@@ -290,8 +290,6 @@ def test_decide_serves_the_recorded_trail_to_its_question_asked_with_a_slip():
 
 
 def test_a_stored_question_reads_as_a_query_of_its_words_and_once():
-    from cachecore.engine.evidence import TrailContext, question_evidence
-
     stored = "hi! how do i give a celery task an explicit name? thanks"   # stored before framing was cut
     context = TrailContext(stored, steps=[])
     assert context.question == TextEvidence.of(normalise_query(stored))
