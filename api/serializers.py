@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from django.core.validators import RegexValidator
@@ -224,6 +225,83 @@ def recall_input(data: Any) -> dict[str, Any] | None:
     if type(shadow) is not bool:
         return None
     out["subject"], out["shadow"] = subject, shadow
+    return out
+
+
+_RECORD_KEYS = frozenset(TrailRecordSerializer._declared_fields)
+_STEP_KEYS = frozenset(StepSerializer._declared_fields)
+_SIGNAL_KEYS = frozenset(SignalSerializer._declared_fields)
+_SIGNAL_SOURCES = frozenset(SignalSource.values)
+# A UUID as clients send one (the hyphenated 36 characters); the serializer also reads other
+# spellings, which step aside.
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+
+
+def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
+    """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is."""
+    return type(value) is str and min_chars <= len(value) <= max_chars and not _RECALL_BAD_CHARS.search(value)
+
+
+def _section_ids(value: Any, *, max_items: int, allow_empty: bool = True) -> bool:
+    return (type(value) is list and len(value) <= max_items and (allow_empty or bool(value))
+            and all(_plain_string(i, max_chars=limits.MAX_SECTION_ID_CHARS) for i in value))
+
+
+def _plain_step(step: Any) -> dict[str, Any] | None:
+    if type(step) is not dict or not step.keys() <= _STEP_KEYS or not _plain_string(step.get("tool"), max_chars=200):
+        return None
+    args = step.get("args", {})
+    returned = step.get("returned", [])
+    if args is None or not _section_ids(returned, max_items=limits.MAX_RETURNED_PER_STEP):
+        return None
+    return {"tool": step["tool"], "args": args, "returned": returned}
+
+
+def record_input(data: Any) -> dict[str, Any] | None:
+    """``TrailRecordSerializer``'s validated data for a body that is plainly valid, without DRF's
+    per-field work (a deep copy of the fields and of each step's per request); None for anything
+    else, which the serializer then validates and refuses with its own errors. As ``recall_input``:
+    it accepts a subset of what the serializer accepts and returns what the serializer would
+    (``tests/api/test_record_input.py`` pins the two equal on generated bodies). Steps' ``args``
+    are any JSON but null, as the serializer's JSONField reads them (the parser has already refused
+    what PostgreSQL cannot store: ``api.inputs``)."""
+    if type(data) is not dict or not data.keys() <= _RECORD_KEYS:
+        return None
+    scope, query = data.get("scope"), data.get("query")
+    if not _plain_string(scope, max_chars=200) or not limits.SCOPE_PATTERN.search(scope):
+        return None
+    if not _plain_string(query, max_chars=limits.MAX_QUERY_CHARS) or not query.strip():
+        return None
+    steps = data.get("steps", [])
+    if type(steps) is not list or len(steps) > limits.MAX_STEPS:
+        return None
+    plain_steps = [_plain_step(step) for step in steps]
+    if any(step is None for step in plain_steps):
+        return None
+    cited = data.get("cited")
+    if not _section_ids(cited, max_items=limits.MAX_CITED, allow_empty=False):
+        return None
+    subject = data.get("subject", "")
+    if not _plain_string(subject, max_chars=limits.MAX_SUBJECT_CHARS, min_chars=0):
+        return None
+    out: dict[str, Any] = {"scope": scope, "query": query, "steps": plain_steps, "cited": cited, "subject": subject}
+    if "signal" in data:
+        signal = data["signal"]
+        if signal is not None and (type(signal) is not dict or signal.keys() != _SIGNAL_KEYS
+                                   or type(signal["source"]) is not str or signal["source"] not in _SIGNAL_SOURCES
+                                   or type(signal["accepted"]) is not bool):
+            return None
+        out["signal"] = None if signal is None else {"source": signal["source"], "accepted": signal["accepted"]}
+    if "answer" in data:
+        answer = data["answer"]
+        if answer is not None and not _plain_string(answer, max_chars=limits.MAX_ANSWER_CHARS):
+            return None
+        out["answer"] = answer
+    if "recall_id" in data:
+        recall_id = data["recall_id"]
+        if recall_id is not None and (type(recall_id) is not str or not _UUID.search(recall_id)):
+            return None
+        out["recall_id"] = None if recall_id is None else uuid.UUID(recall_id)
     return out
 
 
