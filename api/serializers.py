@@ -193,7 +193,20 @@ class RecallSerializer(serializers.Serializer):
 
 
 _RECALL_KEYS = frozenset(RecallSerializer._declared_fields)
-_RECALL_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+# What the strict fields' validators refuse in a string (NUL, lone surrogates).
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
+    """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is."""
+    return type(value) is str and min_chars <= len(value) <= max_chars and not _BAD_CHARS.search(value)
+
+
+def _plain_scope_and_query(data: dict[str, Any]) -> bool:
+    """The body's ``scope`` and ``query`` as ``_scope_field`` and a non-blank query field take them."""
+    scope, query = data.get("scope"), data.get("query")
+    return (_plain_string(scope, max_chars=200) and bool(limits.SCOPE_PATTERN.search(scope))
+            and _plain_string(query, max_chars=limits.MAX_QUERY_CHARS) and bool(query.strip()))
 
 
 def recall_input(data: Any) -> dict[str, Any] | None:
@@ -204,14 +217,9 @@ def recall_input(data: Any) -> dict[str, Any] | None:
     (``tests/api/test_recall_input.py`` pins the two equal on generated bodies)."""
     if type(data) is not dict or not data.keys() <= _RECALL_KEYS:
         return None
-    scope, query = data.get("scope"), data.get("query")
-    if (type(scope) is not str or len(scope) > 200 or not limits.SCOPE_PATTERN.search(scope)
-            or _RECALL_BAD_CHARS.search(scope)):
+    if not _plain_scope_and_query(data):
         return None
-    if (type(query) is not str or not 1 <= len(query) <= limits.MAX_QUERY_CHARS or not query.strip()
-            or _RECALL_BAD_CHARS.search(query)):
-        return None
-    out: dict[str, Any] = {"scope": scope, "query": query}
+    out: dict[str, Any] = {"scope": data["scope"], "query": data["query"]}
     if "budget_tokens" in data:
         budget = data["budget_tokens"]
         if budget is not None and (type(budget) is not int
@@ -219,7 +227,7 @@ def recall_input(data: Any) -> dict[str, Any] | None:
             return None
         out["budget_tokens"] = budget
     subject = data.get("subject", "")
-    if type(subject) is not str or len(subject) > limits.MAX_SUBJECT_CHARS or _RECALL_BAD_CHARS.search(subject):
+    if not _plain_string(subject, max_chars=limits.MAX_SUBJECT_CHARS, min_chars=0):
         return None
     shadow = data.get("shadow", False)
     if type(shadow) is not bool:
@@ -235,11 +243,6 @@ _SIGNAL_SOURCES = frozenset(SignalSource.values)
 # A UUID as clients send one (the hyphenated 36 characters); the serializer also reads other
 # spellings, which step aside.
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
-
-
-def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
-    """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is."""
-    return type(value) is str and min_chars <= len(value) <= max_chars and not _RECALL_BAD_CHARS.search(value)
 
 
 def _section_ids(value: Any, *, max_items: int, allow_empty: bool = True) -> bool:
@@ -267,10 +270,7 @@ def record_input(data: Any) -> dict[str, Any] | None:
     what PostgreSQL cannot store: ``api.inputs``)."""
     if type(data) is not dict or not data.keys() <= _RECORD_KEYS:
         return None
-    scope, query = data.get("scope"), data.get("query")
-    if not _plain_string(scope, max_chars=200) or not limits.SCOPE_PATTERN.search(scope):
-        return None
-    if not _plain_string(query, max_chars=limits.MAX_QUERY_CHARS) or not query.strip():
+    if not _plain_scope_and_query(data):
         return None
     steps = data.get("steps", [])
     if type(steps) is not list or len(steps) > limits.MAX_STEPS:
@@ -284,7 +284,8 @@ def record_input(data: Any) -> dict[str, Any] | None:
     subject = data.get("subject", "")
     if not _plain_string(subject, max_chars=limits.MAX_SUBJECT_CHARS, min_chars=0):
         return None
-    out: dict[str, Any] = {"scope": scope, "query": query, "steps": plain_steps, "cited": cited, "subject": subject}
+    out: dict[str, Any] = {"scope": data["scope"], "query": data["query"], "steps": plain_steps, "cited": cited,
+                           "subject": subject}
     if "signal" in data:
         signal = data["signal"]
         if signal is not None and (type(signal) is not dict or signal.keys() != _SIGNAL_KEYS
