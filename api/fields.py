@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from rest_framework import serializers
+
+
+class WholeValueValidator(RegexValidator):
+    """A ``RegexValidator`` whose pattern must match the whole value, as the schema's ``pattern``
+    (ECMA, where ``$`` is the end of the text) states it: Python's ``$`` also matches before a
+    final newline, so ``search`` would take "docs" and a newline for a scope. The pattern, and so the
+    schema, stays the same."""
+
+    def __call__(self, value: Any) -> None:
+        if self.regex.fullmatch(str(value)) is None:
+            raise ValidationError(self.message, code=self.code, params={"value": value})
 
 
 class StrictCharField(serializers.CharField):

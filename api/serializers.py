@@ -6,10 +6,9 @@ import re
 import uuid
 from typing import Any
 
-from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
+from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField, WholeValueValidator
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
@@ -22,7 +21,7 @@ MAX_SECTION_SCOPES = 50
 def _scope_field(**kwargs: Any) -> StrictCharField:
     return StrictCharField(
         max_length=200,
-        validators=[RegexValidator(limits.SCOPE_PATTERN, "Scope must match [A-Za-z0-9._:/-]{1,200}.")],
+        validators=[WholeValueValidator(limits.SCOPE_PATTERN, "Scope must match [A-Za-z0-9._:/-]{1,200}.")],
         **kwargs,
     )
 
@@ -38,10 +37,10 @@ class SectionInSerializer(serializers.Serializer):
     id = _section_id_field()
     text = StrictCharField(required=False, allow_blank=True, max_length=limits.MAX_SECTION_TEXT_CHARS)
     hash = StrictCharField(
-        required=False, validators=[RegexValidator(r"^[0-9a-fA-F]{64}$", "Must be a sha256 hex digest.")]
+        required=False, validators=[WholeValueValidator(r"^[0-9a-fA-F]{64}$", "Must be a sha256 hex digest.")]
     )
     scopes = serializers.ListField(
-        child=StrictCharField(max_length=200, validators=[RegexValidator(
+        child=StrictCharField(max_length=200, validators=[WholeValueValidator(
             rf"^(?:\{EVERY_SCOPE}|{limits.SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})$",
             "A section scope is a scope prefix ([A-Za-z0-9._:/-]{1,200}) or * (every scope).")]),
         required=False, max_length=MAX_SECTION_SCOPES,
@@ -108,7 +107,7 @@ class SectionQuerySerializer(serializers.Serializer):
 
     namespace = StrictCharField(
         required=False, allow_blank=True, max_length=MAX_NAMESPACE_CHARS,
-        validators=[RegexValidator(NAMESPACE_PATTERN, "A namespace is scope prefixes joined by ','.")],
+        validators=[WholeValueValidator(NAMESPACE_PATTERN, "A namespace is scope prefixes joined by ','.")],
     )
 
 
@@ -205,7 +204,7 @@ def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
 def _plain_scope_and_query(data: dict[str, Any]) -> bool:
     """The body's ``scope`` and ``query`` as ``_scope_field`` and a non-blank query field take them."""
     scope, query = data.get("scope"), data.get("query")
-    return (_plain_string(scope, max_chars=200) and bool(limits.SCOPE_PATTERN.search(scope))
+    return (_plain_string(scope, max_chars=200) and bool(limits.SCOPE_PATTERN.fullmatch(scope))
             and _plain_string(query, max_chars=limits.MAX_QUERY_CHARS) and bool(query.strip()))
 
 

@@ -145,3 +145,23 @@ def test_section_ids_with_encoded_slashes_hashes_and_colons_still_work(seeded):
     seeded.upsert({"guide/a.md#x:y": "text"})
     response = seeded.get("/api/v1/sections/" + quote("guide/a.md#x:y", safe=""))
     assert response.status_code == 200, response.content
+
+
+# Python's ``$`` also matches before a final newline, JSON Schema's (ECMA) does not: a pattern
+# the schema states must refuse "docs\n" here too, or the server takes a scope its own contract
+# calls invalid (a second scope that reads like "docs" in the console and in exports).
+@pytest.mark.parametrize(("method", "url", "body", "field"), [
+    ("post", "/api/v1/recall", {"scope": "default\n", "query": "How do I configure Acme?"}, "scope"),
+    ("post", "/api/v1/trails", {**GOOD_TRAIL, "scope": "default\n"}, "scope"),
+    ("put", "/api/v1/sections", {"sections": [{"id": "doc#b", "hash": "a" * 64 + "\n"}]}, "sections"),
+    ("put", "/api/v1/sections", {"sections": [{"id": "doc#b", "text": "B.", "scopes": ["default\n"]}]}, "sections"),
+])
+def test_a_final_newline_does_not_pass_a_pattern(seeded, method, url, body, field):
+    before = _counts()
+    _assert_400(getattr(seeded, method)(url, body), field)
+    assert _counts() == before
+
+
+@pytest.mark.parametrize("url", ["/api/v1/stats?scope=default%0A", "/api/v1/sections/doc%23a?namespace=default%0A"])
+def test_a_final_newline_does_not_pass_a_pattern_in_a_query_parameter(seeded, url):
+    _assert_400(seeded.get(url))
