@@ -12,7 +12,7 @@ from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField, 
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
-from tenants.scopes import EVERY_SCOPE
+from tenants.scopes import EVERY_SCOPE, SCOPE_PATTERN
 
 # Scope entries one section may carry.
 MAX_SECTION_SCOPES = 50
@@ -21,7 +21,7 @@ MAX_SECTION_SCOPES = 50
 def _scope_field(**kwargs: Any) -> StrictCharField:
     return StrictCharField(
         max_length=200,
-        validators=[WholeValueValidator(limits.SCOPE_PATTERN, "Scope must match [A-Za-z0-9._:/-]{1,200}.")],
+        validators=[WholeValueValidator(SCOPE_PATTERN, "Scope must match [A-Za-z0-9._:/-]{1,200}.")],
         **kwargs,
     )
 
@@ -41,7 +41,7 @@ class SectionInSerializer(serializers.Serializer):
     )
     scopes = serializers.ListField(
         child=StrictCharField(max_length=200, validators=[WholeValueValidator(
-            rf"^(?:\{EVERY_SCOPE}|{limits.SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})$",
+            rf"^(?:\{EVERY_SCOPE}|{SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})$",
             "A section scope is a scope prefix ([A-Za-z0-9._:/-]{1,200}) or * (every scope).")]),
         required=False, max_length=MAX_SECTION_SCOPES,
         help_text="The scope prefixes that may see this section (the prefix rule of API keys); [\"*\"]: every "
@@ -204,7 +204,7 @@ def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
 def _plain_scope_and_query(data: dict[str, Any]) -> bool:
     """The body's ``scope`` and ``query`` as ``_scope_field`` and a non-blank query field take them."""
     scope, query = data.get("scope"), data.get("query")
-    return (_plain_string(scope, max_chars=200) and bool(limits.SCOPE_PATTERN.fullmatch(scope))
+    return (_plain_string(scope, max_chars=200) and bool(SCOPE_PATTERN.fullmatch(scope))
             and _plain_string(query, max_chars=limits.MAX_QUERY_CHARS) and bool(query.strip()))
 
 
@@ -420,7 +420,7 @@ class SubjectEraseResultSerializer(serializers.Serializer):
 
 
 # A scope, or empty (every scope): the stats filter as the schema states it.
-SCOPE_OR_EMPTY_PATTERN = f"^(?:{limits.SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})?$"
+SCOPE_OR_EMPTY_PATTERN = f"^(?:{SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})?$"
 
 
 class StatsQuerySerializer(serializers.Serializer):

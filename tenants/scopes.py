@@ -4,16 +4,22 @@ prefixes had to end in a delimiter) admits ``team-a`` itself and ``team-a:…``/
 ``team-ab``. A list of prefixes admits a scope when it is empty (every scope) or one of them does.
 
 ``scope_allowed`` answers it for one scope in Python, ``scope_q`` as a filter for the database,
-``prefix_within`` for one prefix inside another, ``scope_prefix_problem`` says why a new key's
-prefix is refused, ``namespace_of`` names a limited caller's own id namespace. API keys'
-limits, a tenant's shadow prefixes, every restricted queryset (``visible_to``) and the scopes of
-sections use these and nothing else. No model import: models use it too."""
+``prefix_within`` for one prefix inside another, ``SCOPE_PATTERN`` is what a scope is made of,
+``scope_prefix_problem`` says why a new key's prefix is refused, ``namespace_of`` names a
+limited caller's own id namespace. API keys' limits, a tenant's shadow prefixes, every
+restricted queryset (``visible_to``) and the scopes of sections use these and nothing else. No
+model import: models use it too."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django.db.models import Q
+
+# What a scope is made of: the API refuses any other (``api.serializers``), so a key's prefix
+# made of other characters would admit no scope a request can name.
+SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 
 DELIMITERS = (":", "/")
 # A section's scope entry meaning "every scope" (``cachecore.models.Section.scopes``).
@@ -74,6 +80,9 @@ def scope_prefix_problem(prefix: str) -> str | None:
     """Why a new API key may not be limited to ``prefix`` (None: it may)."""
     if NAMESPACE_SEPARATOR in prefix:
         return f"scope prefix {prefix!r} may not contain {NAMESPACE_SEPARATOR!r} (it separates prefixes)"
+    if not SCOPE_PATTERN.fullmatch(prefix):
+        return (f"scope prefix {prefix!r} may hold only what a scope holds: letters A-Z and a-z, digits and "
+                "'.', '_', ':', '/', '-', at most 200 of them")
     if not prefix.endswith(DELIMITERS):
         return (f"scope prefix {prefix!r} must end in ':' or '/' (for example {prefix + ':'!r}), so that it "
                 "cannot admit a neighbouring scope that merely starts with the same letters")

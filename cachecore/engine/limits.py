@@ -1,11 +1,9 @@
 """Input limits of the REST contract, shared by the API and the services."""
 
-import re
 from datetime import date
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 4000
-SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 MAX_SECTION_ID_CHARS = 512
 MAX_SECTIONS_PER_UPSERT = 1000
 MAX_SECTION_TEXT_CHARS = 200_000

@@ -126,3 +126,23 @@ def test_a_limited_callers_namespace_is_its_prefixes_canonical_form(make_tenant)
     assert scope_prefix_problem(f"a:{NAMESPACE_SEPARATOR}b:") is not None
     with pytest.raises(ValueError, match="separates prefixes"):
         api_key_create(caller=tenant_caller(tenant), name="k", scope_prefixes=["a,b:"])
+
+
+@pytest.mark.parametrize("prefix", ["team a:", "tëam:", "team\n:", "team:\n", "x" * 200 + ":"])
+def test_new_keys_need_prefixes_made_of_what_a_scope_holds(make_tenant, prefix):
+    """A prefix of other characters would admit no scope a request can name (the API refuses
+    such scopes): a key limited to nothing it could use."""
+    tenant = make_tenant()
+    assert "may hold only what a scope holds" in scope_prefix_problem(prefix)
+    with pytest.raises(ValueError, match="may hold only what a scope holds"):
+        api_key_create(caller=tenant_caller(tenant), name="bad", scope_prefixes=["team-a:", prefix])
+    assert not ApiKey.objects.filter(tenant=tenant).exists()
+
+
+def test_the_console_refuses_a_prefix_a_scope_cannot_start_with(make_tenant):
+    tenant = make_tenant("acme")
+    response = _admin(tenant).post("/console/api-keys/?tenant=acme", {
+        "name": "bot", "scope_prefixes": "group:, team a:", "permissions_shown": "1", "permissions": ["recall"]})
+    assert response.status_code == 400
+    assert "may hold only what a scope holds" in response.content.decode()
+    assert not ApiKey.objects.filter(tenant=tenant, name="bot").exists()
