@@ -10,7 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from tenants.scopes import scope_allowed
+from tenants.scopes import scope_allowed, validate_scope_prefix
 
 
 class AdmissionPolicy(models.TextChoices):
@@ -126,7 +126,7 @@ class Tenant(models.Model):
         "false-prefetch rates before serving anything.",
     )
     shadow_scope_prefixes = ArrayField(
-        models.CharField(max_length=200), default=list, blank=True,
+        models.CharField(max_length=200, validators=[validate_scope_prefix]), default=list, blank=True,
         help_text="Shadow only scopes starting with one of these (empty: every scope).",
     )
     resolver_url = models.URLField(

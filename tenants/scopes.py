@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 # What a scope is made of: the API refuses any other (``api.serializers``), so a key's prefix
@@ -80,13 +81,28 @@ def scope_prefix_problem(prefix: str) -> str | None:
     """Why a new API key may not be limited to ``prefix`` (None: it may)."""
     if NAMESPACE_SEPARATOR in prefix:
         return f"scope prefix {prefix!r} may not contain {NAMESPACE_SEPARATOR!r} (it separates prefixes)"
-    if not SCOPE_PATTERN.fullmatch(prefix):
-        return (f"scope prefix {prefix!r} may hold only what a scope holds: letters A-Z and a-z, digits and "
-                "'.', '_', ':', '/', '-', at most 200 of them")
+    if problem := scope_prefix_chars_problem(prefix):
+        return problem
     if not prefix.endswith(DELIMITERS):
         return (f"scope prefix {prefix!r} must end in ':' or '/' (for example {prefix + ':'!r}), so that it "
                 "cannot admit a neighbouring scope that merely starts with the same letters")
     return None
+
+
+def scope_prefix_chars_problem(prefix: str) -> str | None:
+    """Why ``prefix`` cannot start any scope a request may name (None: it can): it holds what
+    ``SCOPE_PATTERN`` does not take. Every prefix a tenant sets (keys', shadow mode's) is checked."""
+    if SCOPE_PATTERN.fullmatch(prefix):
+        return None
+    return (f"scope prefix {prefix!r} may hold only what a scope holds: letters A-Z and a-z, digits and "
+            "'.', '_', ':', '/', '-', at most 200 of them")
+
+
+def validate_scope_prefix(prefix: str) -> None:
+    """``scope_prefix_chars_problem`` as a model field validator."""
+    problem = scope_prefix_chars_problem(prefix)
+    if problem:
+        raise ValidationError(problem, code="invalid")
 
 
 # ---- the scopes of a section: which scopes may see it -------------------------------------------

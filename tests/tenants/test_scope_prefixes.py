@@ -146,3 +146,32 @@ def test_the_console_refuses_a_prefix_a_scope_cannot_start_with(make_tenant):
     assert response.status_code == 400
     assert "may hold only what a scope holds" in response.content.decode()
     assert not ApiKey.objects.filter(tenant=tenant, name="bot").exists()
+
+
+def test_shadow_prefixes_hold_what_a_scope_holds(make_tenant):
+    from django.core.exceptions import ValidationError
+
+    from tenants.models import Tenant
+    from tenants.services import tenant_settings_update
+
+    tenant = make_tenant()
+    with pytest.raises(ValidationError) as refused:
+        tenant_settings_update(caller=tenant_caller(tenant), changes={"shadow_scope_prefixes": ["beta:", "be ta:"]})
+    assert "shadow_scope_prefixes" in refused.value.message_dict
+    assert "may hold only what a scope holds" in str(refused.value.message_dict["shadow_scope_prefixes"])
+    assert Tenant.objects.get(pk=tenant.pk).shadow_scope_prefixes == []
+    # A prefix without a delimiter stays allowed here: shadow mode has always read it by the rule.
+    tenant_settings_update(caller=tenant_caller(tenant), changes={"shadow_scope_prefixes": ["beta", "gamma:"]})
+    assert Tenant.objects.get(pk=tenant.pk).shadow_scope_prefixes == ["beta", "gamma:"]
+
+
+def test_the_console_settings_page_refuses_such_a_shadow_prefix(make_tenant):
+    from tenants.models import Tenant
+    from tests.adminui.conftest import settings_form_data
+
+    tenant = make_tenant("acme")
+    response = _admin(tenant).post("/console/settings/?tenant=acme",
+                                   settings_form_data(tenant, shadow_scope_prefixes="beta:,be ta:"))
+    assert response.status_code == 400
+    assert "may hold only what a scope holds" in response.content.decode()
+    assert Tenant.objects.get(pk=tenant.pk).shadow_scope_prefixes == []
