@@ -90,7 +90,8 @@ class ApiKeyCreateForm(forms.Form):
     )
     scope_prefixes = forms.CharField(
         required=False, widget=forms.TextInput(attrs={"class": "input", "placeholder": "group:, paper:"}),
-        help_text="Comma-separated, each ending in “:” or “/” (group:, paper/). Empty: the key may use every scope.",
+        help_text="Comma-separated, each of letters, digits and . _ : / - (as a scope is) and ending in “:” or “/” "
+        "(group:, paper/). Empty: the key may use every scope.",
     )
 
     permissions = forms.MultipleChoiceField(
