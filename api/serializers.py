@@ -9,6 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api.fields import StrictBooleanField, StrictCharField, StrictIntegerField, WholeValueValidator
+from api.inputs import string_problem
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
@@ -192,13 +193,10 @@ class RecallSerializer(serializers.Serializer):
 
 
 _RECALL_KEYS = frozenset(RecallSerializer._declared_fields)
-# What the strict fields' validators refuse in a string (NUL, lone surrogates).
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-
 def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
-    """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is."""
-    return type(value) is str and min_chars <= len(value) <= max_chars and not _BAD_CHARS.search(value)
+    """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is
+    (what PostgreSQL can store: ``api.inputs.string_problem``)."""
+    return type(value) is str and min_chars <= len(value) <= max_chars and string_problem(value) is None
 
 
 def _plain_scope_and_query(data: dict[str, Any]) -> bool:

@@ -145,15 +145,19 @@ def _save(name: str, texts: list[str], vectors: np.ndarray, seconds: float) -> P
     return path
 
 
-def embed_shipped() -> Path:
-    """The shipped model's vectors (``cachecore.embedding``), in the project's venv."""
+def _django() -> None:
+    """The project's settings, for the steps that read the product (the project's venv)."""
     import os
 
     import django
 
-    sys.path.insert(0, str(REPO_ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
+
+
+def embed_shipped() -> Path:
+    """The shipped model's vectors (``cachecore.embedding``), in the project's venv."""
+    _django()
     from cachecore.embedding import get_embedder
 
     texts = all_texts(json.loads(SETS.read_text(encoding="utf-8")))
@@ -285,12 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("names", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "texts":
-        import os
-
-        import django
-
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        django.setup()
+        _django()
         write_texts()
     elif args.command == "embed-shipped":
         embed_shipped()
