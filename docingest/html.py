@@ -136,7 +136,7 @@ class _SphinxHTMLParser(HTMLParser):
             if txt:
                 sec.blocks.append(txt)
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         classes = set((a.get("class") or "").split())
         skip = (
@@ -172,16 +172,14 @@ class _SphinxHTMLParser(HTMLParser):
             if sec is not None and not sec.title_done:
                 self.heading_depth += 1
                 self.heading_buf = []
-        if tag in ("li", "dt", "tr") and not self.skip_depth and self._cur() is not None:
-            pass
         self.stack.append((tag, opens, skip))
 
-    def handle_startendtag(self, tag, attrs):
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
         if tag not in _VOID_TAGS:
             self.handle_endtag(tag)
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: str) -> None:
         if tag in _VOID_TAGS:
             return
         if not any(t == tag for t, _, _ in self.stack):
@@ -207,7 +205,7 @@ class _SphinxHTMLParser(HTMLParser):
             if t == tag:
                 break
 
-    def handle_data(self, data):
+    def handle_data(self, data: str) -> None:
         if self.skip_depth:
             return
         sec = self._cur()

@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trailcache import NotFoundError, RecallResult, Trailcache
@@ -65,7 +66,8 @@ class Answer:
 class Agent:
     """Recall before the first search; search only when nothing verified was served."""
 
-    def __init__(self, tc: Trailcache, corpus: dict[str, str], scope: str, out=print) -> None:
+    def __init__(self, tc: Trailcache, corpus: dict[str, str], scope: str,
+                 out: Callable[[str], object] = print) -> None:
         self.tc, self.corpus, self.scope, self.out = tc, corpus, scope, out
 
     def search(self, query: str, k: int = 3) -> list[str]:
@@ -132,7 +134,7 @@ def load_corpus(tc: Trailcache) -> dict[str, str]:
     return corpus
 
 
-def run(tc: Trailcache, scope: str, out=print) -> list[Answer]:
+def run(tc: Trailcache, scope: str, out: Callable[[str], object] = print) -> list[Answer]:
     corpus = load_corpus(tc)
     if not corpus:
         raise SystemExit("none of the demo sections were found: use the API key `make run` printed (tenant 'demo')")

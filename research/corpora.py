@@ -256,7 +256,8 @@ def _cache_file(cache_dir: Path, kind: str, model: str) -> Path:
     return cache_dir / f"{kind}-{model.replace('/', '_').replace('@', '-')}-{_CACHE_LAYOUT}.pkl"
 
 
-def chunks_ensure_cached(*, tenant: object, section_ids: list[str], on_batch=None,
+def chunks_ensure_cached(*, tenant: object, section_ids: list[str],
+                         on_batch: Callable[[int], None] | None = None,
                          cache_dir: Path = CHUNK_CACHE_DIR) -> int:
     """``docingest.ingest.chunks_ensure`` with a cache: sections whose (hash, model) chunks were
     computed before get them from ``reports/cache`` (the same rows ``section_chunks_compute``

@@ -20,6 +20,10 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event
 
 import numpy as np
 
@@ -35,7 +39,7 @@ def _queries(n: int) -> list[str]:
             for i in range(n)]
 
 
-def _busy(stop) -> None:  # pragma: no cover - runs in a child process
+def _busy(stop: Event) -> None:  # pragma: no cover - runs in a child process
     x = 0
     while not stop.is_set():
         for _ in range(10_000):

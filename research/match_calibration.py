@@ -32,7 +32,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,9 @@ import numpy as np
 
 from research.corpora import CORPORA, ingest_corpus, record_items
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
+
+# A probe row's confidence under a fitted scorer (``score_with``).
+Score = Callable[[dict[str, Any]], float]
 
 FAQ = REPO_ROOT / "tests" / "data" / "eval" / "python_faq.jsonl"
 FAQ_HARD = REPO_ROOT / "tests" / "data" / "eval" / "python_faq_hard.jsonl"
@@ -404,7 +407,7 @@ def qualifies(cand: dict[str, Any], floor: float) -> bool:
     return cand["similarity"] >= floor or (bool(cand.get("via_sections")) and (cand.get("coverage") or 0.0) >= floor)
 
 
-def simulate(rows: list[dict[str, Any]], score, *, floor: float, prefetch: float, hint: float) -> dict[str, Any]:
+def simulate(rows: list[dict[str, Any]], score: Score, *, floor: float, prefetch: float, hint: float) -> dict[str, Any]:
     """The decision offline (best confidence among candidates over the cosine floor; ambiguity
     and coverage rules left out, so prefetch counts are upper bounds) → counts per probe kind."""
     out: dict[str, dict[str, int]] = {}
@@ -460,7 +463,7 @@ def regime_rows(rows: list[dict[str, Any]], regime: str) -> list[dict[str, Any]]
     return [r for r in kept if regime == "document" or r["candidates"]]
 
 
-def choose_bands(cal: list[dict[str, Any]], score, *, target_false: float) -> tuple[float, float]:
+def choose_bands(cal: list[dict[str, Any]], score: Score, *, target_false: float) -> tuple[float, float]:
     """The cuts of a scorer on calibration rows: the lowest prefetch cut whose false prefetch
     (close-but-different questions the source does not answer, served the source trail as text,
     or with ``annotate_answers`` any trail that does not answer them) is at most
@@ -637,7 +640,7 @@ def fit(paths: Sequence[Path], *, write: bool, target_false: float = 0.03, l2: f
     return report
 
 
-def score_with(report: dict[str, Any]):
+def score_with(report: dict[str, Any]) -> Score:
     """The confidence function of a ``fit`` report (its weights, means and scales)."""
     features = report["features"]
     weights, means, scales = (np.array(report[k], dtype=float) for k in ("weights", "means", "scales"))
@@ -919,7 +922,7 @@ def faq_figures(rows: list[dict[str, Any]], side: str = HELD_OUT) -> dict[str, A
     }
 
 
-def _count(values) -> dict[str, int]:
+def _count(values: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
         out[v] = out.get(v, 0) + 1

@@ -25,7 +25,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,7 @@ def augment(corpus: str, *, words: int = 1, rows_path: Path | None = None, out: 
     return out
 
 
-def round_one_counts(rows: list[dict[str, Any]], score, *, cut: float, floor: float,
+def round_one_counts(rows: list[dict[str, Any]], score: Callable[[dict[str, Any]], float], *, cut: float, floor: float,
                      items: Sequence[Any]) -> dict[str, int]:
     """Round 1 of the replay (``research.calibration_replay``) emulated on ``collect`` rows of the
     Celery set (``items``: all of them, for the gold of any trail served): each row's item's first

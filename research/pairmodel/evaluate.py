@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from research.pairmodel.data import CALIBRATION, FAQ_HARD, HELD_OUT, Pair, faq, qqp
 from research.pairmodel.export import OnnxScorer
 from research.pairmodel.metrics import roc_auc, tpr_at_fpr
 
 
-def metrics(labels, scores) -> dict:
+def metrics(labels: ArrayLike, scores: ArrayLike) -> dict:
     return {
         "auc": round(roc_auc(labels, scores), 4),
         "tpr@fpr5": round(tpr_at_fpr(labels, scores, 0.05), 4),

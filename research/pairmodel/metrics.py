@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def roc_auc(labels, scores) -> float:
+def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
     """Mann-Whitney AUC with ties counted half."""
     y = np.asarray(labels, dtype=bool)
     s = np.asarray(scores, dtype=np.float64)
@@ -26,7 +27,7 @@ def roc_auc(labels, scores) -> float:
     return float((ranks[y].sum() - len(pos) * (len(pos) + 1) / 2.0) / (len(pos) * len(neg)))
 
 
-def tpr_at_fpr(labels, scores, fpr: float) -> float:
+def tpr_at_fpr(labels: ArrayLike, scores: ArrayLike, fpr: float) -> float:
     """Largest TPR whose threshold keeps the false-positive rate at or below ``fpr``.
 
     Threshold t: predict positive when score > t; t is chosen among negative scores so that

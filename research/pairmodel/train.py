@@ -24,6 +24,7 @@ import json
 import random
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -31,6 +32,9 @@ import torch
 from research.pairmodel.bert import PairScorer, encode_pairs, load_base, load_tokenizer
 from research.pairmodel.data import CALIBRATION, Pair, counts, faq, handwritten, hard_set, qqp
 from research.pairmodel.metrics import roc_auc, tpr_at_fpr
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 
 class Log:
@@ -44,7 +48,7 @@ class Log:
         self.fh.flush()
 
 
-def build_training_pairs(args, rng: random.Random) -> tuple[list[Pair], dict]:
+def build_training_pairs(args: argparse.Namespace, rng: random.Random) -> tuple[list[Pair], dict]:
     if args.section_sets:
         from research.pairmodel.sections import section_pairs
 
@@ -93,7 +97,7 @@ def batches(pairs: list[Pair], batch: int, rng: random.Random,
 
 
 @torch.no_grad()
-def score(model: PairScorer, tok, pairs: list[tuple[str, str]], batch: int = 64) -> np.ndarray:
+def score(model: PairScorer, tok: Tokenizer, pairs: list[tuple[str, str]], batch: int = 64) -> np.ndarray:
     model.eval()
     out = []
     for i in range(0, len(pairs), batch):
@@ -102,7 +106,7 @@ def score(model: PairScorer, tok, pairs: list[tuple[str, str]], batch: int = 64)
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def dev_eval(model, tok, dev: list[Pair]) -> dict:
+def dev_eval(model: PairScorer, tok: Tokenizer, dev: list[Pair]) -> dict:
     s = score(model, tok, [(p.a, p.b) for p in dev])
     y = [p.label for p in dev]
     return {"auc": round(roc_auc(y, s), 4), "tpr@5": round(tpr_at_fpr(y, s, 0.05), 4)}
