@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,27 +37,26 @@ class RetentionResult:
             setattr(self, field, getattr(self, field) + value)
 
 
-def _delete_in_batches(queryset: models.QuerySet, *, batch: int) -> int:
-    model = queryset.model
-    deleted = 0
+def _in_batches(queryset: models.QuerySet, *, batch: int, apply: Callable[[models.QuerySet], int]) -> int:
+    """``apply`` to the rows of ``queryset``, ``batch`` at a time: each batch locked (rows another
+    sweep holds are skipped) and applied in a transaction of its own. Returns the rows applied to."""
+    done = 0
     while True:
         with transaction.atomic():
             ids = list(queryset.select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch])
             if not ids:
-                return deleted
-            model.objects.filter(pk__in=ids).delete()
-            deleted += len(ids)
+                return done
+            done += apply(queryset.model.objects.filter(pk__in=ids))
+
+
+def _delete_in_batches(queryset: models.QuerySet, *, batch: int) -> int:
+    """The rows deleted (their cascades not counted)."""
+    label = queryset.model._meta.label
+    return _in_batches(queryset, batch=batch, apply=lambda rows: rows.delete()[1].get(label, 0))
 
 
 def _update_in_batches(queryset: models.QuerySet, *, batch: int, **changes: object) -> int:
-    model = queryset.model
-    updated = 0
-    while True:
-        with transaction.atomic():
-            ids = list(queryset.select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch])
-            if not ids:
-                return updated
-            updated += model.objects.filter(pk__in=ids).update(**changes)
+    return _in_batches(queryset, batch=batch, apply=lambda rows: rows.update(**changes))
 
 
 def _blank_strings(value: Any) -> Any:
