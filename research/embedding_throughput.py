@@ -1,6 +1,7 @@
 """Where a query embedding's time goes, and what the thread settings and the query cache buy.
 
     .venv/bin/python -m research.embedding_throughput [--seconds 1.5] [--out reports/embedding.json]
+    .venv/bin/python -m research.embedding_throughput --after-wait 300
 
 For each onnxruntime setting (intra-op threads 1 or 2, thread spinning on or off) and each
 background load (0, 1 or 2 other processes each keeping a core busy, standing in for web
@@ -8,7 +9,9 @@ workers), it times ``embed_one`` on short queries (p50/p99) and the throughput o
 many (sentences/s; one graph run per text). It also splits one query into tokenizer / model /
 pooling, compares one run per text with padded batches of 32 on texts of mixed lengths (speed,
 and how far a batched text's vector is from the same text alone), and shows what a cache hit
-costs. Prints a table; writes JSON when ``--out`` is given. Runs without Django or a database.
+costs. ``--after-wait`` times one query after an idle wait, after the caches were swept, and
+after nothing (``after_wait``). Prints a table; writes JSON when ``--out`` is given. Runs
+without Django or a database.
 """
 
 from __future__ import annotations
@@ -154,6 +157,37 @@ def interleaved(queries: list[str], rounds: int, *, threads: int = 1) -> dict:
             "cosine_between_versions": {"mean": round(float(cosine.mean()), 4), "min": round(float(cosine.min()), 4)}}
 
 
+def after_wait(queries: list[str], rounds: int, *, waits_ms: tuple[float, ...] = (1, 4, 16),
+               sweep_mb: int = 64, block: int = 50) -> dict:
+    """One query at a time after each kind of pause: none (queries back to back), an idle wait of
+    each of ``waits_ms`` (as a recall's process waits on the database between two embeddings),
+    or ``sweep_mb`` MB read through the caches (the model's weights evicted without the process
+    going idle). Each kind runs ``block`` queries in a row, the kinds take turns until each has
+    ``rounds``: a steady state per kind, and the same machine load for all. p50 / p99 of the
+    model's time alone."""
+    path, sha = shipped_model(VARIANTS[0])
+    emb = Embedder(path, expected_sha256=sha, threads=1, cache_size=0)
+    for q in queries[:20]:
+        emb.embed_one(q)
+    sweep = np.ones(sweep_mb * 1024 * 1024 // 8)
+    pauses = {"none": lambda: None,
+              **{f"idle {w:g} ms": (lambda w=w: time.sleep(w / 1000)) for w in waits_ms},
+              f"{sweep_mb} MB read": lambda: float(sweep.sum())}
+    samples: dict[str, list[float]] = {name: [] for name in pauses}
+    i = 0
+    while min(len(x) for x in samples.values()) < rounds:
+        for name, pause in pauses.items():
+            for _ in range(block):
+                q = queries[i % len(queries)]
+                i += 1
+                pause()
+                t0 = time.perf_counter()
+                emb.embed_one(q)
+                samples[name].append((time.perf_counter() - t0) * 1000)
+    return {"load_before": os.getloadavg(), "variant": VARIANTS[0],
+            "by_pause": {n: {"p50_ms": _pct(x, 50), "p99_ms": _pct(x, 99), "n": len(x)} for n, x in samples.items()}}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="per measurement")
@@ -161,10 +195,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="small batches and samples (the test)")
     parser.add_argument("--interleaved", type=int, default=0, metavar="ROUNDS",
                         help="only the two model versions, one query after the other, ROUNDS times")
+    parser.add_argument("--after-wait", type=int, default=0, metavar="ROUNDS",
+                        help="only one query after an idle wait, a cache sweep or nothing, ROUNDS times each")
     args = parser.parse_args(argv)
     queries = _queries(200)
-    if args.interleaved:
-        result = interleaved(queries, args.interleaved)
+    if args.interleaved or args.after_wait:
+        result = (interleaved(queries, args.interleaved) if args.interleaved
+                  else after_wait(queries, args.after_wait))
         print(json.dumps(result, indent=2))
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)

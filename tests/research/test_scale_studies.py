@@ -1,5 +1,5 @@
 """The issue-15 measuring scripts run end to end on tiny settings: the embedding throughput
-study (threads × busy cores, the split of one query, the cache) and the web-path study (the
+study (threads × busy cores, the split of one query, the cache, one query after a wait) and the web-path study (the
 in-process split and one worker model over HTTP, on a database of its own)."""
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ def test_embedding_throughput_study(tmp_path):
     assert batching["alone_sentences_per_s"] > 0 and batching["batched_sentences_per_s"] > 0
     assert 0.9 < batching["cosine_batched_to_alone"]["min"] <= batching["cosine_batched_to_alone"]["mean"] <= 1.0001
     assert 0 < result["cache_hit_us"] < 1000  # a hit is a dictionary lookup, not a model run
+
+
+def test_embedding_after_a_wait_study(tmp_path):
+    result = _run(["research.embedding_throughput", "--after-wait", "10"], tmp_path)
+    by_pause = result["by_pause"]
+    # Every kind of pause, each timed as often as asked (whole blocks: at least that many).
+    assert set(by_pause) == {"none", "idle 1 ms", "idle 4 ms", "idle 16 ms", "64 MB read"}
+    assert all(p["n"] >= 10 and 0 < p["p50_ms"] <= p["p99_ms"] for p in by_pause.values())
 
 
 def test_webpath_study(tmp_path):
