@@ -15,6 +15,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from cachecore.models import DailyStat, Job, JobKind, JobStatus, RecallEvent, RecallOutcome, Section, Trail, TrailStatus
+from cachecore.services import recall_log
 from cachecore.services.erasure import subject_erase_request
 from cachecore.services.exports import export_request
 from cachecore.services.feedback import feedback_apply
@@ -235,6 +236,9 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
         for scope, query, tag in asks:
             result = recall(caller=tenant_caller(tenant), scope=scope, query=query,
                                      subject=f"demo-user-{rng.randint(1, 4)}")
+            # Outside a transaction (make run) the log entry is written after the answer, by
+            # this process's writer thread: wait for it before back-dating it.
+            recall_log.flush()
             made += 1
             when = _at(now, day, rng)
             RecallEvent.objects.filter(pk=result.recall_id).update(created_at=when)

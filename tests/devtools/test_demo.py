@@ -128,3 +128,22 @@ def test_the_demo_has_enough_labelled_traffic_for_a_calibration_suggestion(demo)
     suggestion = operating_point(caller=tenant_caller(demo))
     assert suggestion is not None and suggestion.labels >= 30
     assert 0 < suggestion.cited < suggestion.labels  # cited and uncited labels both
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seeded_as_make_run_seeds_it_outside_a_transaction_the_history_is_back_dated(settings, tmp_path):
+    """``make run`` seeds outside any transaction, where a recall's log entry is written by this
+    process's writer thread after the answer (cachecore/services/recall_log.py), not inline as in
+    the tests above: the demo's back-dating and labels must still land on every entry, and the
+    trails' last hits must be back-dated too (not overwritten by the writes landing late)."""
+    settings.MEDIA_ROOT = str(tmp_path)
+    call_command("seed_demo", "--port", "8123")
+    tenant = Tenant.objects.get(slug="demo")
+    now = timezone.now()
+    events = RecallEvent.objects.filter(tenant=tenant)
+    days_with_recalls = {d.date() for d in events.values_list("created_at", flat=True)}
+    assert len(days_with_recalls) >= 14
+    assert events.filter(created_at__lt=now - timedelta(days=1)).count() > events.count() * 0.8
+    assert events.filter(offered_cited__isnull=False).count() >= 30
+    hits = list(Trail.objects.filter(tenant=tenant, last_hit_at__isnull=False).values_list("last_hit_at", flat=True))
+    assert hits and sum(now - hit > timedelta(hours=1) for hit in hits) >= len(hits) // 2
