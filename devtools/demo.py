@@ -194,17 +194,31 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
                                changes={"coverage_floor": DEMO_COVERAGE_FLOOR})
     sections_upsert(caller=tenant_caller(tenant), sections=[{"id": k, "text": v} for k, v in SECTIONS.items()])
     trails: dict[str, Trail] = {}
+    first_asks: dict[str, str] = {}
     for i, demo in enumerate(TRAILS):
+        # Asked first with nothing to recall (a miss); the agent then searched, read what it
+        # cites and recorded the trail after that recall: the tenant's miss path, which the
+        # dashboard's savings count each cited prefetch against.
+        subject = f"demo-user-{1 + i % 3}"
+        first = recall(caller=tenant_caller(tenant), scope=demo.scope, query=demo.query, subject=subject)
+        recall_log.flush()
+        followed_a_miss = first.answer.outcome == RecallOutcome.MISS
+        if followed_a_miss:
+            first_asks[demo.key] = first.recall_id
         trails[demo.key] = trail_record(
             caller=tenant_caller(tenant), scope=demo.scope, query=demo.query, cited=list(demo.cited),
-            steps=[{"tool": "search", "args": {"q": demo.query}, "returned": list(demo.cited)}],
-            signal={"source": "user", "accepted": True}, subject=f"demo-user-{1 + i % 3}",
+            steps=[{"tool": "search", "args": {"q": demo.query}, "returned": list(demo.cited)},
+                   *({"tool": "read", "args": {"id": section}, "returned": [section]} for section in demo.cited)],
+            signal={"source": "user", "accepted": True}, subject=subject,
+            recall_id=first.recall_id if followed_a_miss else None,
         )
-    # Recorded in the first days of the window, a few hours apart.
+    # Recorded in the first days of the window, a few hours apart, each a few minutes after its miss.
     for i, demo in enumerate(TRAILS):
         created = now - timedelta(days=days, hours=-2 - i * 5)
         Trail.objects.filter(pk=trails[demo.key].pk).update(created_at=created,
                                                              expires_at=created + timedelta(days=tenant.trail_ttl_days))
+        if demo.key in first_asks:
+            RecallEvent.objects.filter(pk=first_asks[demo.key]).update(created_at=created - timedelta(minutes=4))
     edit_day = max(1, days // 3)  # the manual is edited about a week before today
     quarantine_day = max(edit_day + 1, days * 2 // 3)  # an agent's user rejects what "delete" served
     by_key = {demo.key: demo for demo in TRAILS}

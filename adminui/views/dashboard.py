@@ -38,7 +38,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         total = d["prefetch"] + d["hint"] + d["miss"]
         d["hit_rate"] = (d["prefetch"] + d["hint"]) / total if total else None
     savings_chart = None
-    if not request.all_tenants:
+    if not request.all_tenants and stats["savings"]["baseline_records"]:
         per_call = stats["savings"]["baseline_calls"]
         savings_chart = charts.bars_per_day([(d["day"], d["cited_prefetches"] * per_call) for d in daily],
                                             label="Tool calls saved per day", unit=" calls")

@@ -110,6 +110,33 @@ def test_dashboard_numbers_agree_with_the_stats_api(world, make_caller):
     assert "<svg" in body and "Trails by status" in body
 
 
+def test_dashboard_savings_wait_for_a_miss_path_then_count_cited_prefetches(world):
+    from cachecore.services.trails import trail_record
+
+    client = world.client("admin")
+    ask = "How do I install Acme Sync on Ubuntu?"
+    served = recall(caller=tenant_caller(world.tenant), scope="default", query=ask)
+    assert served.answer.outcome == "prefetch"
+    trail_record(caller=tenant_caller(world.tenant), scope="default", query=ask, cited=["manual/install.md#linux"],
+                 steps=[], signal={"source": "caller", "accepted": True}, recall_id=served.recall_id)
+    body = client.get("/console/?tenant=acme").content.decode()
+    # A cited prefetch, but no record has followed a miss: nothing to count it against, and no
+    # "0 tool calls saved" (nor an empty chart) that reads like a measured zero.
+    assert 'data-savings="no-baseline"' in body and "tool calls and" not in body
+    missed = recall(caller=tenant_caller(world.tenant), scope="default", query="Where do I change my invoice address?")
+    assert missed.answer.outcome == "miss"
+    section = "manual/account.md#password"
+    trail_record(caller=tenant_caller(world.tenant), scope="default", query="Where do I change my invoice address?",
+                 cited=[section], signal={"source": "caller", "accepted": True},
+                 steps=[{"tool": "search", "args": {"q": "invoice address"}, "returned": [section]},
+                        {"tool": "read", "args": {"id": section}, "returned": [section]}],
+                 recall_id=missed.recall_id)
+    body = client.get("/console/?tenant=acme").content.decode()
+    assert 'data-savings="no-baseline"' not in body
+    assert re.search(r"<strong>2</strong> tool calls and <strong>\d+(\.\d+)?</strong> tokens saved", body)
+    assert "Tool calls saved per day" in body
+
+
 def test_recall_daily_counts_includes_empty_days_and_respects_the_window(world):
     from datetime import timedelta
 

@@ -147,3 +147,12 @@ def test_seeded_as_make_run_seeds_it_outside_a_transaction_the_history_is_back_d
     assert events.filter(offered_cited__isnull=False).count() >= 30
     hits = list(Trail.objects.filter(tenant=tenant, last_hit_at__isnull=False).values_list("last_hit_at", flat=True))
     assert hits and sum(now - hit > timedelta(hours=1) for hit in hits) >= len(hits) // 2
+
+
+def test_the_dashboard_savings_have_a_miss_path_to_count_against(demo):
+    """Most demo trails were recorded after their question missed (linked by recall_id), with a
+    search and a read per cited section: the savings card counts the cited prefetches at that."""
+    stats = stats_for_tenant(caller=tenant_caller(demo), since=timezone.now() - timedelta(days=30))
+    savings = stats["savings"]
+    assert savings["baseline_records"] >= 6 and savings["baseline_calls"] >= 2
+    assert savings["cited_prefetches"] > 20 and savings["calls"] > 40 and savings["tokens"] > 0
