@@ -222,7 +222,7 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
     edit_day = max(1, days // 3)  # the manual is edited about a week before today
     quarantine_day = max(edit_day + 1, days * 2 // 3)  # an agent's user rejects what "delete" served
     by_key = {demo.key: demo for demo in TRAILS}
-    made = 0
+    made = len(TRAILS)  # their first asks, above
     feedback = 0
     for day in range(days - 1, -1, -1):
         if day == edit_day:
