@@ -266,7 +266,11 @@ def _generate(*, tenant: Tenant, now: datetime, days: int) -> str:
                 RecallEvent.objects.filter(pk=result.recall_id).update(
                     offered_cited=cited, served_cited=len(answer.sections) if cited and answer.outcome == "prefetch"
                     else (0 if answer.outcome == "prefetch" else None))
-            if tag != "reject" and rng.random() >= 0.35:
+            # Feedback comes from users who asked one of the demo's own questions: an accepted
+            # answer on a same-need ask, a rejection for "reject". A close-but-different ask
+            # (tag None) gets none: its answer was not the trail's, so accepting it would be
+            # wrong, and rejecting it would quarantine a trail that is right for its own question.
+            if tag is None or (tag != "reject" and rng.random() >= 0.35):
                 continue
             # Negative feedback quarantines the trail served, for review in the console.
             event = feedback_apply(caller=tenant_caller(tenant), recall_id=result.recall_id, accepted=tag != "reject")
