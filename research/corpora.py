@@ -29,6 +29,7 @@ Research only: product code never imports this module.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -204,14 +205,42 @@ CORPORA = {
 }
 
 
-def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = ()) -> set[str]:
+def small_tenant_sections(all_ids: Sequence[str], items: Sequence[Item], size: int,
+                          *, seed: int = 0) -> tuple[set[str], list[Item]]:
+    """A small tenant carved out of a corpus: about half of ``size`` sections are the gold
+    sections of items drawn at random (whole items, as long as their gold fits), the rest other
+    sections drawn at random. Returns the section ids kept and the items whose gold they hold.
+    A close question's answer is then often not in the tenant at all, as in small documentation."""
+    rng = random.Random(seed)
+    present = set(all_ids)
+    pool = [i for i in items if i.gold and all(g in present for g in i.gold)]
+    rng.shuffle(pool)
+    kept: set[str] = set()
+    chosen: list[Item] = []
+    for item in pool:
+        if len(kept | set(item.gold)) > size // 2:
+            continue
+        kept |= set(item.gold)
+        chosen.append(item)
+    others = sorted(present - kept)
+    rng.shuffle(others)
+    kept |= set(others[:max(0, size - len(kept))])
+    return kept, chosen
+
+
+def ingest_corpus(tenant: object, root: Path, subtrees: Sequence[str] = (),
+                  keep: Callable[[list[str]], set[str]] | None = None) -> set[str]:
     """The corpus's sections into ``tenant``, then every section's chunks, as the tenant's chunk
     job gives them (recall weighs the cited text against the best-covering section of the whole
-    corpus: the rival evidence). Returns the section ids."""
+    corpus: the rival evidence). ``keep``: given every section id, the ones to ingest (a small
+    tenant, ``small_tenant_sections``). Returns the section ids."""
     from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
 
     sections = collect_sections(root, subtrees)
+    if keep is not None:
+        wanted = keep([s.id for s in sections])
+        sections = [s for s in sections if s.id in wanted]
     ids = {s.id for s in sections}
     with Progress("ingest sections", len(sections)) as bar:
         ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")

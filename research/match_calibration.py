@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from research.corpora import CORPORA, ingest_corpus, record_items
+from research.corpora import CORPORA, ingest_corpus, record_items, small_tenant_sections
 from research.splits import CALIBRATION, HELD_OUT, REPO_ROOT, faq_side
 
 # A probe row's confidence under a fitted scorer (``score_with``).
@@ -167,7 +167,7 @@ def collect(overrides: dict[str, Any], out: Path, *, floor: float | None = COLLE
 
 
 def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
-                   with_rewordings: bool = False, light: bool = False) -> Path:
+                   with_rewordings: bool = False, light: bool = False, sections: int = 0, seed: int = 0) -> Path:
     """``collect`` for a replay corpus of ``research.corpora`` (``celery``, ``flask``): one trail per item
     citing its gold section, then every same-need rewording (kind ``paraphrase``) and every
     close-but-different question (kind ``twin``, with ``answered_by_source``) recalled with
@@ -181,7 +181,11 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
 
     ``light``: the probes are instead the items' light rewordings (kind ``paraphrase_light``) and
     one-change near misses (kind ``twin_near``, which the gold section does not answer) of
-    ``<set>_light.jsonl`` (``research.corpora``); the FAQ set too."""
+    ``<set>_light.jsonl`` (``research.corpora``); the FAQ set too.
+
+    ``sections``: a small tenant instead of the whole corpus, about that many sections
+    (``research.corpora.small_tenant_sections`` with ``seed``: the gold of items drawn at random
+    and other sections), and only those items' probes."""
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -194,8 +198,15 @@ def collect_corpus(name: str, out: Path, *, floor: float | None = COLLECT_FLOOR,
     corpus = CORPORA[name]
     tenant = _study_tenant(f"calib-{name}", f"Match calibration ({name})", overrides={}, floor=floor)
     try:
-        ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees)
-        items = [i for i in corpus.items() if all(g in ids for g in i.gold)]
+        chosen: list[Any] = []
+
+        def keep(all_ids: list[str]) -> set[str]:
+            kept, picked = small_tenant_sections(all_ids, corpus.items(), sections, seed=seed)
+            chosen.extend(picked)
+            return kept
+
+        ids = ingest_corpus(tenant, corpus.docs, corpus.subtrees, keep=keep if sections else None)
+        items = [i for i in (chosen if sections else corpus.items()) if all(g in ids for g in i.gold)]
         caller = tenant_caller(tenant)
         trail_of = record_items(tenant, corpus, items, ids)
         item_of_trail = {t: g for g, t in trail_of.items()}
@@ -759,6 +770,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the tenant also holds a trail recorded for each item's first rewording (not the FAQ)")
     c.add_argument("--corpus", default="faq", choices=sorted(CORPORA),
                    help="faq: the Python docs FAQ set; celery, flask: the replay's hard sets")
+    c.add_argument("--sections", type=int, default=0, metavar="N",
+                   help="a small tenant of about N sections carved out of the corpus (corpus collect only)")
+    c.add_argument("--seed", type=int, default=0, help="with --sections: which small tenant")
     c.add_argument("--light", action="store_true",
                    help="only the light rewordings and near misses of tests/data/eval/<set>_light.jsonl")
     rp = sub.add_parser("report")
@@ -818,10 +832,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--with-rewordings: a replay corpus only (celery, flask, pytest, click), not the FAQ set")
         floor = None if args.defaults else COLLECT_FLOOR
         rows_out = args.out or default_rows(args.corpus + ("-rewordings" if args.with_rewordings else "")
-                                            + ("-light" if args.light else ""))
+                                            + ("-light" if args.light else "")
+                                            + (f"-{args.sections}sections-seed{args.seed}" if args.sections else ""))
         if args.corpus != "faq" or args.light:
             out = collect_corpus(args.corpus, rows_out, floor=floor, with_rewordings=args.with_rewordings,
-                                 light=args.light)
+                                 light=args.light, sections=args.sections, seed=args.seed)
         else:
             out = collect(parse_overrides(args.set), rows_out, floor=floor, keep_tenant=args.keep_tenant)
         print(f"rows written to {out}")

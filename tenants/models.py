@@ -100,6 +100,12 @@ class Tenant(models.Model):
         default=True,
         help_text="When several trails match, serve the union of their valid sections, best first, within the budget.",
     )
+    small_tenant_cut = models.BooleanField(
+        default=True,
+        help_text="With fewer sections than the match scorer was fitted on (378), raise the prefetch confidence a "
+        "recall applies, the more the fewer sections: with few sections to compare against, a close but "
+        "different question looks as sure as the same one.",
+    )
     target_false_prefetch = models.FloatField(
         default=0.05, validators=[MinValueValidator(0.001), MaxValueValidator(0.5)],
         help_text="The false-prefetch rate the suggested operating point keeps under (95 % confidence), "

@@ -51,7 +51,7 @@ def tenant_create(*, slug: str, name: str = "") -> Tenant:
 SETTINGS_FIELDS = (
     "trail_ttl_days", "pending_ttl_hours", "query_retention_days", "recall_log_retention_days",
     "similarity_threshold", "prefetch_confidence", "hint_confidence", "coverage_floor", "default_budget_tokens",
-    "admission_policy", "match_mode", "polarity_guard", "merge_trails", "target_false_prefetch",
+    "admission_policy", "match_mode", "polarity_guard", "merge_trails", "small_tenant_cut", "target_false_prefetch",
     "noise_allowance", "prefetch_paused", "auto_calibrate",
     "shadow_mode", "shadow_scope_prefixes",
     "resolver_url", "resolver_secret", "resolver_timeout_ms",

@@ -28,7 +28,7 @@ threshold, band and margin lives here:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -124,6 +124,31 @@ class Policy:
     section_route_min_similarity: float = SECTION_ROUTE_MIN_SIMILARITY
     # The tenant's operating point found no cut that meets its target: hints only.
     prefetch_paused: bool = False
+    # Raise the prefetch cut in a tenant with fewer sections than the scorer was fitted on
+    # (``small_tenant_prefetch_cut``).
+    small_tenant_cut: bool = True
+
+
+# The match scorer was fitted on tenants of at least this many sections (the smallest corpus of
+# its fit: Flask's documentation). In a tenant with fewer, every trail's margin over the best
+# other section comes out larger (fewer sections could cover the query better), a
+# close-but-different question's as much as a rewording's, and the same confidence is wrong more
+# often: the same Flask and Celery items carved down to 20–150 sections serve 10–37 % of their
+# close questions the trail they differ from at the shipped cut, against 2–3 % in the whole
+# corpora. The prefetch cut such a tenant applies is raised to
+# 1 - (1 - cut) * (sections / FITTED_SECTIONS) ** SMALL_TENANT_EXPONENT, the exponent chosen on
+# the carved calibration sides (docs/evaluation.md, "Small tenants").
+FITTED_SECTIONS = 378
+SMALL_TENANT_EXPONENT = 1.3
+
+
+def small_tenant_prefetch_cut(cut: float, sections: int) -> float:
+    """The prefetch cut a tenant of ``sections`` sections applies for its setting ``cut``: the
+    setting itself from ``FITTED_SECTIONS`` sections up (or when the count is unknown, 0), closer
+    to 1 below. Hints and the trails' own cited bars (positives) are left as they are."""
+    if sections <= 0 or sections >= FITTED_SECTIONS or cut >= 1.0:
+        return cut
+    return round(1.0 - (1.0 - cut) * (sections / FITTED_SECTIONS) ** SMALL_TENANT_EXPONENT, 6)
 
 
 @dataclass(frozen=True)
@@ -360,6 +385,9 @@ def decide(
     of them whose sentences are known."""
     if not candidates:
         return RecallDecision(Outcome.MISS, Reason.NO_CANDIDATE)
+    if policy.small_tenant_cut:
+        policy = replace(policy,
+                         prefetch_confidence=small_tenant_prefetch_cut(policy.prefetch_confidence, idf.sections))
     top_similarity = round(candidates[0].similarity, 4)
     qualified = [c for c in candidates if first_stage(policy, query, c)]
     asked = TextEvidence.of(query)   # the query's side of every candidate's evidence, once

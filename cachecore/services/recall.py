@@ -87,6 +87,7 @@ def tenant_policy(tenant: Tenant) -> Policy:
         learned_scorer=default_scorer() if tenant.match_mode == MatchMode.LEARNED else None,
         merge_margin=MERGE_SIMILARITY_MARGIN,
         prefetch_paused=tenant.prefetch_paused,
+        small_tenant_cut=tenant.small_tenant_cut,
     )
 
 

@@ -1,11 +1,21 @@
 """The operating point from the agents' citations, and savings, through the API and services."""
 
+import pytest
+
 from cachecore.models import RecallEvent
 from cachecore.services import recall_log
 from cachecore.services.calibration import operating_point_apply, operating_points_auto_apply
 from tenants.caller import tenant_caller
 from tenants.models import AuditAction, AuditEntry
 from tests.api.acme import SAME_NEED
+
+
+@pytest.fixture
+def caller(make_caller):
+    """These tests are about labels, bars and what a recall serves at the tenant's cut, on a few
+    sections: a tenant that small raises its cut above a rewording's confidence
+    (``small_tenant_cut``, tests/cachecore/engine/test_small_tenant_cut.py), so it is off here."""
+    return make_caller(small_tenant_cut=False)
 
 TEXT = {"doc#config": "Set ACME_HOME to move the configuration directory.",
         "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_LEVEL to change the level."}

@@ -2,7 +2,17 @@
 
 import importlib
 
+import pytest
+
 from cachecore.models import RecallEvent
+
+
+@pytest.fixture
+def caller(make_caller):
+    """These tests are about the guard and merging at the tenant's cut, on a few sections: a tenant
+    that small raises its cut (``small_tenant_cut``, tests/cachecore/engine/test_small_tenant_cut.py),
+    so it is off here."""
+    return make_caller(small_tenant_cut=False)
 
 recall_service = importlib.import_module("cachecore.services.recall")  # the module, not the function
 
@@ -37,7 +47,7 @@ def test_the_guard_turns_a_confident_opposite_question_into_a_hint(make_caller):
 
 
 def test_without_the_guard_the_opposite_question_hits_when_the_bands_let_it(make_caller):
-    caller = make_caller(polarity_guard=False, prefetch_confidence=0.0, hint_confidence=0.0)
+    caller = make_caller(polarity_guard=False, prefetch_confidence=0.0, hint_confidence=0.0, small_tenant_cut=False)
     caller.upsert(SECTIONS)
     caller.record(query="How do I enable two-factor authentication?", cited=["2fa#enable"])
     assert caller.recall("How do I disable two-factor authentication?")["outcome"] == "prefetch"
@@ -45,8 +55,8 @@ def test_without_the_guard_the_opposite_question_hits_when_the_bands_let_it(make
 
 def test_merged_trails_serve_the_union_of_valid_sections_best_first(make_caller, monkeypatch):
     monkeypatch.setattr(recall_service, "MERGE_SIMILARITY_MARGIN", 1.0)  # merge every matching trail
-    # Bands open wide: every trail over the threshold is confident enough to be merged.
-    caller = make_caller(prefetch_confidence=0.0, hint_confidence=0.0)
+    # Bands open wide, at any tenant size: every trail over the threshold is confident enough to be merged.
+    caller = make_caller(prefetch_confidence=0.0, hint_confidence=0.0, small_tenant_cut=False)
     caller.upsert(SECTIONS)
     first = caller.record(query="How do I install Acme on Debian?", cited=["install#debian",
                                                                           "install#requirements"]).json()
@@ -115,3 +125,23 @@ def test_a_trail_cited_over_the_polarity_guard_is_served_when_the_question_is_as
 
 SECTIONS_SWITCH = ("Two-factor authentication is switched in Account, Security: choose Add to turn it on, "
                    "Remove to turn it off.")
+
+
+def test_a_tenant_of_two_sections_hints_a_rewording_that_the_same_evidence_prefetches_with_the_rule_off(
+        make_caller):
+    """With far fewer sections than the scorer was fitted on, the same confidence is wrong more
+    often (a close question's margin over the best other section is as large as a rewording's):
+    such a tenant raises its prefetch cut. The confidence itself is the same; the question asked as
+    it was recorded is still served."""
+    from tests.api.acme import QUERY, SAME_NEED, TEXT
+
+    small, off = make_caller(), make_caller(small_tenant_cut=False)
+    for caller in (small, off):
+        caller.upsert(TEXT)
+        caller.record(query=QUERY, cited=["doc#config"])
+    rule_off = off.recall(SAME_NEED)
+    assert rule_off["outcome"] == "prefetch"
+    body = small.recall(SAME_NEED)
+    assert (body["outcome"], body["reason"], body["confidence"]) == ("hint", "low_confidence", rule_off["confidence"])
+    assert all("text" not in s for s in body["sections"])
+    assert small.recall(QUERY)["outcome"] == "prefetch"

@@ -8,6 +8,14 @@ from cachecore.engine.boundary import RECOVERY_MARGIN
 from cachecore.models import RecallEvent, Trail
 from tests.api.acme import NEAR_MISS, QUERY, SAME_NEED, TEXT
 
+
+@pytest.fixture
+def caller(make_caller):
+    """These tests are about labels, bars and what a recall serves at the tenant's cut, on a few
+    sections: a tenant that small raises its cut above a rewording's confidence
+    (``small_tenant_cut``, tests/cachecore/engine/test_small_tenant_cut.py), so it is off here."""
+    return make_caller(small_tenant_cut=False)
+
 NEAR_MISS_AGAIN = "Can the Acme log directory be moved?"
 
 

@@ -3,9 +3,19 @@ question asked again is served the trail's text above just under that confidence
 tenant's cut is higher or prefetch is paused tenant-wide. A rewording or a near miss is judged as
 before, and a later uncited offer for the same question holds the trail back again."""
 
+import pytest
+
 from cachecore.engine.boundary import RECOVERY_MARGIN
 from cachecore.models import RecallEvent, Trail
 from tests.api.acme import NEAR_MISS, QUERY, SAME_NEED, TEXT
+
+
+@pytest.fixture
+def caller(make_caller):
+    """These tests are about labels, bars and what a recall serves at the tenant's cut, on a few
+    sections: a tenant that small raises its cut above a rewording's confidence
+    (``small_tenant_cut``, tests/cachecore/engine/test_small_tenant_cut.py), so it is off here."""
+    return make_caller(small_tenant_cut=False)
 
 REWORDED = "Which variable relocates the config folder of Acme?"
 BOTH = "How do I move Acme's config and log directories?"

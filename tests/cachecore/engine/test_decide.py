@@ -11,8 +11,9 @@ SCORER = MatchScorer(
     weights=tuple(20.0 if f == "cosine" else 0.0 for f in FEATURES), bias=-16.0,
     means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES), prefetch_confidence=0.8, hint_confidence=0.2,
 )
+# The bands at the tenant's cut as set; the cut a small tenant raises is test_small_tenant_cut.py's.
 POLICY = Policy(scorer=SCORER, similarity_threshold=0.5, prefetch_confidence=0.8, hint_confidence=0.2,
-                coverage_floor=0.3)
+                coverage_floor=0.3, small_tenant_cut=False)
 IDF = Idf(sections=10, df={})
 QUERY = "how do i install acme on debian"
 
@@ -228,7 +229,7 @@ def test_pending_chunks_give_a_coverage_pending_hint_never_a_miss():
         weights=tuple({"cosine": 10.0, "coverage": 10.0}.get(f, 0.0) for f in FEATURES), bias=-15.0,
         means=(0.0,) * len(FEATURES), scales=(1.0,) * len(FEATURES), prefetch_confidence=0.8, hint_confidence=0.2)
     policy = Policy(scorer=coverage_weighted, similarity_threshold=0.5, prefetch_confidence=0.8, hint_confidence=0.2,
-                    coverage_floor=0.3)
+                    coverage_floor=0.3, small_tenant_cut=False)
     pending = run(cand("t1", 0.85, cited("a", chunks_pending=True)), policy=policy)
     assert (pending.outcome, pending.reason, pending.trail_id) == (Outcome.HINT, Reason.COVERAGE_PENDING, "t1")
     assert all("text" not in s for s in pending.sections) and "still being indexed" in pending.hint

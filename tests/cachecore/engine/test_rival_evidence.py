@@ -143,7 +143,7 @@ def test_a_trail_whose_question_is_unrelated_is_only_a_hint_through_its_sections
     # a question closer than the floor, the same evidence serves its text.
     # (No first-stage threshold: a trail among the nearest questions qualifies at any cosine.)
     policy = Policy(scorer=default_match_scorer(), similarity_threshold=0.0, prefetch_confidence=0.3,
-                    hint_confidence=0.05, coverage_floor=0.0)
+                    hint_confidence=0.05, coverage_floor=0.0, small_tenant_cut=False)  # the route, not the size
     rivals = [("broker#visibility", 0.7), ("other", 0.4)]
     floor = policy.section_route_min_similarity
 

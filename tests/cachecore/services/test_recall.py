@@ -27,7 +27,7 @@ def test_recall_query_count_does_not_grow_with_trails_or_citations(make_tenant, 
 
     monkeypatch.setattr(recall_service, "MERGE_SIMILARITY_MARGIN", 1.0)  # all five trails merge
     # Bands open wide: every trail over the threshold is confident enough to be merged.
-    small, large = (make_tenant(prefetch_confidence=0.0, hint_confidence=0.0) for _ in range(2))
+    small, large = (make_tenant(prefetch_confidence=0.0, hint_confidence=0.0, small_tenant_cut=False) for _ in range(2))
     _seed(small, trails=1, sections_per_trail=1)
     _seed(large, trails=5, sections_per_trail=8)
     for tenant in (small, large):

@@ -69,11 +69,13 @@ def test_a_redacted_trail_of_another_model_cannot_be_re_embedded_and_stays_unmat
     assert recall(caller=tenant_caller(tenant), scope="default", query=QUERY).answer.outcome == "miss"
 
 
-def test_a_negative_of_another_model_counts_for_nothing_until_its_query_is_embedded_again(caller):
+def test_a_negative_of_another_model_counts_for_nothing_until_its_query_is_embedded_again(make_caller):
     """A trail's negatives are local to their recall's query by cosine: one computed by another
     model would compare vectors of two models. Until the refresh embeds its query again, the
     trail's boundary is trail-wide (it holds for every query); then it is local again."""
     from cachecore.models import RecallEvent
+
+    caller = make_caller(small_tenant_cut=False)  # bars and models, not the size of a one-section tenant
 
     caller.upsert({"doc#config": "Set ACME_HOME to move the configuration directory of Acme.",
                    "doc#logging": "Logs go to /var/log/acme; set ACME_LOG_DIR to move the log directory."})

@@ -97,7 +97,8 @@ def _record_then_redact(caller) -> str:
 
 
 def test_a_redacted_trail_is_still_recalled_by_its_embedding(make_caller):
-    caller = make_caller(query_retention_days=30, trail_ttl_days=365)
+    # A tenant of one section raises its prefetch cut (small_tenant_cut): this is about redaction.
+    caller = make_caller(query_retention_days=30, trail_ttl_days=365, small_tenant_cut=False)
     trail_id = _record_then_redact(caller)
     served = caller.recall(CONFIG_QUERY)
     assert served["outcome"] == "prefetch" and served["trail_id"] == trail_id
