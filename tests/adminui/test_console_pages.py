@@ -17,6 +17,7 @@ from cachecore.services.trails import trail_set_status, trails_purge
 from tenants.caller import tenant_caller
 from tenants.models import ApiKey, AuditAction, AuditEntry
 from tenants.services import api_key_create
+from tests.adminui.conftest import SECTIONS
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -264,6 +265,21 @@ def test_sections_search_and_detail_with_special_characters(world):
     section_delete(caller=tenant_caller(world.tenant), section_id="manual/account.md#password")
     gone = client.get("/console/sections/detail/?tenant=acme&id=manual%2Faccount.md%23password").content.decode()
     assert "deleted" in gone and "reset my password" in gone
+
+
+def test_settings_say_what_cut_a_small_tenant_applies_and_the_setting_turns_it_off(world, settings_post):
+    from cachecore.engine.decide import small_tenant_prefetch_cut
+
+    client = world.client("admin")
+    sections = len(SECTIONS)
+    page = client.get("/console/settings/?tenant=acme").content.decode()
+    applied = small_tenant_prefetch_cut(world.tenant.prefetch_confidence, sections)
+    assert f'data-small-tenant="{applied}"' in page and f"With {sections} sections" in page
+    assert client.post("/console/settings/?tenant=acme",
+                       settings_post(world.tenant, small_tenant_cut=False)).status_code == 302
+    world.tenant.refresh_from_db()
+    assert world.tenant.small_tenant_cut is False
+    assert "data-small-tenant" not in client.get("/console/settings/?tenant=acme").content.decode()
 
 
 def test_settings_explain_each_field_and_reject_out_of_range_values(world, settings_post):
