@@ -12,7 +12,8 @@ threshold, band and margin lives here:
   question before (engine/boundary.py: a positive); a trail found only through its sections
   whose question is unrelated to the query is held to the hint cut
   (``section_route_confidence``);
-- ``prefetch`` only with confidence ≥ ``prefetch_confidence``, every cited section unchanged
+- ``prefetch`` only with confidence ≥ ``prefetch_confidence`` (higher in a tenant with fewer
+  sections than the scorer was fitted on: ``small_tenant_prefetch_cut``), every cited section unchanged
   and served from text, no polarity conflict (unless an agent cited the trail for this very
   question over one: engine/boundary.py), no close rival citing other sections, no trail
   citing the same sections worded nearer the query and under the cut (``nearer_wording``),
@@ -144,8 +145,8 @@ SMALL_TENANT_EXPONENT = 1.3
 
 def small_tenant_prefetch_cut(cut: float, sections: int) -> float:
     """The prefetch cut a tenant of ``sections`` sections applies for its setting ``cut``: the
-    setting itself from ``FITTED_SECTIONS`` sections up (or when the count is unknown, 0), closer
-    to 1 below. Hints and the trails' own cited bars (positives) are left as they are."""
+    setting itself from ``FITTED_SECTIONS`` sections up or when the count is unknown (0), closer
+    to 1 the fewer below. Hints and the trails' own cited bars (positives) are left as they are."""
     if sections <= 0 or sections >= FITTED_SECTIONS or cut >= 1.0:
         return cut
     return round(1.0 - (1.0 - cut) * (sections / FITTED_SECTIONS) ** SMALL_TENANT_EXPONENT, 6)
