@@ -13,7 +13,7 @@ from api.inputs import string_problem
 from cachecore.engine import limits
 from cachecore.engine.decide import Reason
 from cachecore.models import SignalSource, TrailStatus
-from tenants.scopes import EVERY_SCOPE, SCOPE_PATTERN
+from tenants.scopes import EVERY_SCOPE, SCOPE_CHARS, SCOPE_PATTERN
 
 # Scope entries one section may carry.
 MAX_SECTION_SCOPES = 50
@@ -42,7 +42,7 @@ class SectionInSerializer(serializers.Serializer):
     )
     scopes = serializers.ListField(
         child=StrictCharField(max_length=200, validators=[WholeValueValidator(
-            rf"^(?:\{EVERY_SCOPE}|{SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})$",
+            rf"^(?:\{EVERY_SCOPE}|{SCOPE_CHARS})$",
             "A section scope is a scope prefix ([A-Za-z0-9._:/-]{1,200}) or * (every scope).")]),
         required=False, max_length=MAX_SECTION_SCOPES,
         help_text="The scope prefixes that may see this section (the prefix rule of API keys); [\"*\"]: every "
@@ -193,6 +193,8 @@ class RecallSerializer(serializers.Serializer):
 
 
 _RECALL_KEYS = frozenset(RecallSerializer._declared_fields)
+
+
 def _plain_string(value: Any, *, max_chars: int, min_chars: int = 1) -> bool:
     """A JSON string of ``min_chars``..``max_chars`` characters that the strict fields take as it is
     (what PostgreSQL can store: ``api.inputs.string_problem``)."""
@@ -418,7 +420,7 @@ class SubjectEraseResultSerializer(serializers.Serializer):
 
 
 # A scope, or empty (every scope): the stats filter as the schema states it.
-SCOPE_OR_EMPTY_PATTERN = f"^(?:{SCOPE_PATTERN.pattern.lstrip('^').rstrip('$')})?$"
+SCOPE_OR_EMPTY_PATTERN = f"^(?:{SCOPE_CHARS})?$"
 
 
 class StatsQuerySerializer(serializers.Serializer):

@@ -20,7 +20,8 @@ from django.db.models import Q
 
 # What a scope is made of: the API refuses any other (``api.serializers``), so a key's prefix
 # made of other characters would admit no scope a request can name.
-SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
+SCOPE_CHARS = r"[A-Za-z0-9._:/-]{1,200}"
+SCOPE_PATTERN = re.compile(rf"^{SCOPE_CHARS}$")
 
 DELIMITERS = (":", "/")
 # A section's scope entry meaning "every scope" (``cachecore.models.Section.scopes``).
