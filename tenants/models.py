@@ -104,7 +104,8 @@ class Tenant(models.Model):
         default=True,
         help_text="With fewer sections than the match scorer was fitted on (378), raise the prefetch confidence a "
         "recall applies, the more the fewer sections: with few sections to compare against, a close but "
-        "different question looks as sure as the same one.",
+        "different question looks as sure as the same one. Applying a suggested operating point turns it off: "
+        "the tenant's own labels place the cut from then on.",
     )
     target_false_prefetch = models.FloatField(
         default=0.05, validators=[MinValueValidator(0.001), MaxValueValidator(0.5)],

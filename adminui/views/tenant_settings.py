@@ -11,8 +11,6 @@ from adminui import charts
 from adminui.access import console_view
 from adminui.forms import CONSOLE_SETTINGS_FIELDS, TenantSettingsForm
 from adminui.rendering import console_render
-from cachecore.engine.decide import small_tenant_prefetch_cut
-from cachecore.selectors.sections import term_frequencies
 from cachecore.selectors.stats import stats_for_tenant
 from cachecore.services import calibration
 from tenants import services
@@ -63,15 +61,13 @@ def _calibration_context(caller: Caller) -> dict:
     what shadow recalls estimate."""
     tenant = caller.tenant
     suggestion = calibration.operating_point(caller=caller)
-    sections, _ = term_frequencies(tenant=tenant, terms=[])
-    applied = small_tenant_prefetch_cut(tenant.prefetch_confidence, sections) if tenant.small_tenant_cut else None
+    applied, sections = calibration.cut_in_force(tenant)
     return {
         # A tenant smaller than the scorer's fit applies a higher cut than its setting.
-        "small_tenant": {"sections": sections, "cut": applied}
-        if applied is not None and applied != tenant.prefetch_confidence else None,
+        "small_tenant": {"sections": sections, "cut": applied} if applied != tenant.prefetch_confidence else None,
         "calibration": calibration.suggestion_as_dict(suggestion, tenant=tenant),
         "calibration_chart": charts.calibration_curve(
-            suggestion.curve, current=tenant.prefetch_confidence,
+            suggestion.curve, current=applied,
             suggested=suggestion.suggested.cut if suggestion.suggested else None) if suggestion else None,
         "shadow": stats_for_tenant(caller=caller)["shadow"] if tenant.shadow_mode else None,
     }

@@ -10,9 +10,10 @@ from django.db import transaction
 from django.db.models import Q
 
 from cachecore.access import require_unrestricted
-from cachecore.engine.decide import Reason
+from cachecore.engine.decide import Reason, small_tenant_prefetch_cut
 from cachecore.engine.operating_point import Suggestion, suggest
 from cachecore.models import RecallEvent
+from cachecore.selectors.sections import term_frequencies
 from tenants.caller import Caller, require_capability, tenant_caller
 from tenants.models import AuditAction, Tenant
 from tenants.services import audit_record
@@ -20,7 +21,7 @@ from tenants.settings_diff import settings_audit_details, settings_snapshot
 
 SYSTEM_ACTOR = "system:calibration"
 # What applying a suggestion may change (audited old → new, like any settings change).
-CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence", "prefetch_paused")
+CALIBRATED_SETTINGS = ("prefetch_confidence", "hint_confidence", "prefetch_paused", "small_tenant_cut")
 
 
 # The most recent labels are enough to place the operating point; more only costs the read.
@@ -55,8 +56,20 @@ def operating_point(*, caller: Caller) -> Suggestion | None:
     return _operating_point(caller.tenant)
 
 
+def cut_in_force(tenant: Tenant) -> tuple[float, int]:
+    """The prefetch confidence recall applies for ``tenant`` now, and the tenant's section count:
+    its setting, raised while ``small_tenant_cut`` is on in a tenant smaller than the scorer's fit
+    (``decide.small_tenant_prefetch_cut``, as recall applies it)."""
+    sections, _ = term_frequencies(tenant=tenant, terms=[])
+    if not tenant.small_tenant_cut:
+        return tenant.prefetch_confidence, sections
+    return small_tenant_prefetch_cut(tenant.prefetch_confidence, sections), sections
+
+
 def _operating_point(tenant: Tenant) -> Suggestion | None:
-    return suggest(calibration_labels(tenant=tenant), current_cut=tenant.prefetch_confidence,
+    # The labels are judged at the cut recall applies, not at the setting under it: a small
+    # tenant's labels between the two were hints, and the suggestion is a cut to apply.
+    return suggest(calibration_labels(tenant=tenant), current_cut=cut_in_force(tenant)[0],
                    target_false=tenant.target_false_prefetch, noise_allowance=tenant.noise_allowance,
                    paused=tenant.prefetch_paused)
 
@@ -72,9 +85,11 @@ def operating_point_summary(*, caller: Caller) -> dict[str, Any] | None:
 def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict[str, Any]:
     """The suggestion and its evidence for the API and the console (``tenant``: the one it was
     made for, by ``operating_point``)."""
+    in_force = cut_in_force(tenant)[0]
     if suggestion is None:
         return {"labels": len(calibration_labels(tenant=tenant)), "enough_labels": False,
-                "current_prefetch_confidence": tenant.prefetch_confidence, "suggested": None,
+                "current_prefetch_confidence": tenant.prefetch_confidence,
+                "applied_prefetch_confidence": in_force, "suggested": None,
                 "prefetch_paused": tenant.prefetch_paused, "noise_allowance": tenant.noise_allowance}
 
     def figures(f: Any) -> dict[str, Any] | None:
@@ -85,6 +100,7 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
     return {"labels": suggestion.labels, "cited": suggestion.cited, "enough_labels": True,
             "target_false_prefetch": suggestion.target_false,
             "current_prefetch_confidence": tenant.prefetch_confidence,
+            "applied_prefetch_confidence": in_force,
             "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
             "meets_target": suggestion.meets_target, "noise_floor": suggestion.noise_floor,
             "changes": suggestion.changes,
@@ -96,7 +112,11 @@ def operating_point_apply(*, caller: Caller, automatic: bool = False) -> Suggest
     """Apply the suggestion to the caller's tenant (a settings change: ``settings.manage``,
     ``require_capability``; the daily beat acts as the tenant): the suggested prefetch confidence
     (and the hint band's start under it if needed), or hints only when no cut meets the target;
-    one audit entry with the evidence. None when nothing changes."""
+    one audit entry with the evidence. None when nothing changes.
+
+    A suggested cut is the cut recall applies from then on: where the small-tenant cut was raising
+    the setting, applying one turns ``small_tenant_cut`` off (the tenant's own labels have placed
+    the cut; a prior fitted on other corpora no longer does). A pause leaves it as it is."""
     require_capability(caller, "settings.manage")
     tenant = caller.tenant
     suggestion = _operating_point(tenant)
@@ -108,8 +128,10 @@ def operating_point_apply(*, caller: Caller, automatic: bool = False) -> Suggest
         before = settings_snapshot(locked, CALIBRATED_SETTINGS)
         locked.prefetch_paused = suggestion.hint_only
         if new is not None:
+            raised_by_size = cut_in_force(locked)[0] != locked.prefetch_confidence
             locked.prefetch_confidence = new.cut
             locked.hint_confidence = min(locked.hint_confidence, new.cut)
+            locked.small_tenant_cut = locked.small_tenant_cut and not raised_by_size
         locked.full_clean()
         locked.save(update_fields=list(CALIBRATED_SETTINGS))
         audit_record(

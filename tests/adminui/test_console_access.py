@@ -100,7 +100,11 @@ def _release_post(w):
 
 def _labels(tenant: Tenant, *, cited: int = 100, uncited: int = 20) -> float:
     """Labelled recalls that make the suggested prefetch confidence differ from the current one:
-    cited ones at 0.97, uncited ones just above the current cut. Returns the current cut."""
+    cited ones at 0.97, uncited ones just above the current cut. Returns the current cut. (The
+    labels are judged at the cut recall applies: the world's few sections would raise it over them
+    with ``small_tenant_cut``, so it is off.)"""
+    tenant.small_tenant_cut = False
+    tenant.save(update_fields=["small_tenant_cut"])
     trail = Trail.objects.filter(tenant=tenant).first()
     cut = tenant.prefetch_confidence
     RecallEvent.objects.bulk_create([

@@ -275,6 +275,7 @@ def test_settings_say_what_cut_a_small_tenant_applies_and_the_setting_turns_it_o
     page = client.get("/console/settings/?tenant=acme").content.decode()
     applied = small_tenant_prefetch_cut(world.tenant.prefetch_confidence, sections)
     assert f'data-small-tenant="{applied}"' in page and f"With {sections} sections" in page
+    assert "applying a suggested prefetch confidence turns this off" in page
     assert client.post("/console/settings/?tenant=acme",
                        settings_post(world.tenant, small_tenant_cut=False)).status_code == 302
     world.tenant.refresh_from_db()

@@ -60,7 +60,9 @@ def test_an_admin_applies_the_suggestion_and_it_is_audited(caller):
 
 
 def test_automatic_calibration_only_for_tenants_that_opted_in(make_caller):
-    opted, other = make_caller(auto_calibrate=True), make_caller()
+    # Both at the setting's cut (``caller``'s reason): the labels sit between it and the cut a
+    # two-section tenant would apply.
+    opted, other = make_caller(auto_calibrate=True, small_tenant_cut=False), make_caller(small_tenant_cut=False)
     uncited = _labelled(opted, 100, 20)
     _labelled(other, 100, 20)
     assert operating_points_auto_apply() >= 1
@@ -69,6 +71,48 @@ def test_automatic_calibration_only_for_tenants_that_opted_in(make_caller):
     assert opted.tenant.prefetch_confidence > uncited > other.tenant.prefetch_confidence
     entry = AuditEntry.objects.get(tenant=opted.tenant, action=AuditAction.CALIBRATION_APPLY)
     assert entry.actor_label == "system:calibration" and entry.details["automatic"] is True
+
+
+def test_a_small_tenants_labels_are_judged_at_the_cut_it_applies_and_a_suggestion_places_it(make_caller):
+    """A two-section tenant applies a cut near 1 (``small_tenant_cut``, on as shipped). Its labels
+    are judged at that cut, not at the setting under it, and applying a suggested cut makes it
+    the cut recall applies: the size prior is turned off, audited, since the labels place the cut."""
+    from cachecore.engine.decide import small_tenant_prefetch_cut
+
+    small = make_caller()
+    small.upsert(TEXT)
+    trail = small.record(query=QUERY, cited=["doc#config"]).json()
+    setting = small.tenant.prefetch_confidence
+    in_force = small_tenant_prefetch_cut(setting, len(TEXT))
+    hinted = small.recall(SAME_NEED)
+    assert (hinted["outcome"], hinted["reason"]) == ("hint", "low_confidence")
+    assert 0.61 <= hinted["confidence"] < in_force
+    # Clean labels down to 0.61, a tenth uncited under it.
+    _labels(small.tenant, trail["trail_id"], [(0.999, True)] * 200 + [(0.6, True)] * 180 + [(0.6, False)] * 20)
+    cal = small.get("/api/v1/stats").json()["calibration"]
+    assert cal["current_prefetch_confidence"] == setting and cal["applied_prefetch_confidence"] == in_force
+    assert cal["current"]["prefetch_confidence"] == in_force and cal["current"]["served"] == 0
+    assert cal["move"] == "lower" and cal["suggested"]["prefetch_confidence"] == 0.61
+    applied = operating_point_apply(caller=tenant_caller(small.tenant, actor_label="operator:admin@example.com"))
+    assert applied is not None and small.tenant.prefetch_confidence == 0.61
+    assert small.tenant.small_tenant_cut is False
+    entry = AuditEntry.objects.get(tenant=small.tenant, action=AuditAction.CALIBRATION_APPLY)
+    assert entry.details["small_tenant_cut"] == {"old": True, "new": False}
+    # The same evidence now prefetches: the cut applied is the suggested one.
+    again = small.recall(SAME_NEED)
+    assert again["outcome"] == "prefetch" and again["confidence"] == hinted["confidence"]
+    assert small.get("/api/v1/stats").json()["calibration"]["applied_prefetch_confidence"] == 0.61
+
+
+def test_a_pause_leaves_the_small_tenant_cut_as_it_is(make_caller):
+    small = make_caller()
+    small.upsert(TEXT)
+    trail = small.record(query=QUERY, cited=["doc#config"]).json()
+    # A tenth uncited at every confidence, the applied cut's band included: no cut meets 5 %.
+    _labels(small.tenant, trail["trail_id"], [(0.9999, True)] * 270 + [(0.9999, False)] * 30)
+    applied = operating_point_apply(caller=tenant_caller(small.tenant, actor_label="operator:admin@example.com"))
+    assert applied is not None and applied.move.value == "pause" and small.tenant.prefetch_paused
+    assert small.tenant.small_tenant_cut is True
 
 
 def test_too_few_labels_suggest_nothing(caller):

@@ -371,8 +371,11 @@ def admin_snapshot(tenant: Tenant) -> dict[str, Any]:
 @pytest.fixture
 def admin_world(world) -> World:
     """The world, a victim key to change, and labelled recalls that make the operating point move
-    (uncited prefetches just above the cut): applying it writes."""
+    (uncited prefetches just above the cut): applying it writes. (The labels are judged at the cut
+    recall applies: two sections would raise it over them with ``small_tenant_cut``, so it is off.)"""
     world.victim, _ = api_key_create(caller=tenant_caller(world.tenant), name="victim")
+    world.tenant.small_tenant_cut = False
+    world.tenant.save(update_fields=["small_tenant_cut"])
     trail = Trail.objects.get(pk=world.trail_public)
     cut = world.tenant.prefetch_confidence
     RecallEvent.objects.bulk_create([
