@@ -209,7 +209,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
            limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True,
            via: str = "rest", apply: bool = True, labels: str = "pending") -> dict[str, Any]:
     """Run the replay and return the report (written to ``out`` when given)."""
-    from cachecore.services.calibration import operating_point, operating_point_apply, suggestion_as_dict
+    from cachecore.services import calibration
     from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
     from research.corpora import chunks_ensure_cached
@@ -294,7 +294,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         for r in range(1, rounds + 1):
             t0 = time.perf_counter()
             tenant.refresh_from_db()
-            cut_before = tenant.prefetch_confidence
+            cut_before, in_force_before = tenant.prefetch_confidence, calibration.cut_in_force(tenant)[0]
             counts = {s: RoundCounts() for s in SIDES}
             order = list(items)
             rng.shuffle(order)
@@ -347,10 +347,13 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
                                 "served": [recorded.get(t, "?") for t in res.served()]})
                     bar.step()
             tenant.refresh_from_db()
-            suggestion = suggestion_as_dict(operating_point(caller=as_tenant), tenant=tenant)
-            applied = operating_point_apply(caller=as_tenant, automatic=True) if apply else None
+            suggestion = calibration.suggestion_as_dict(calibration.operating_point(caller=as_tenant), tenant=tenant)
+            applied = calibration.operating_point_apply(caller=as_tenant, automatic=True) if apply else None
             tenant.refresh_from_db()
+            # The setting, and the cut recall applies (higher in a small tenant, ``small_tenant_cut``).
             row = {"round": r, "prefetch_cut_before": cut_before, "prefetch_cut_after": tenant.prefetch_confidence,
+                   "cut_in_force_before": in_force_before, "cut_in_force_after": calibration.cut_in_force(tenant)[0],
+                   "paused_after": tenant.prefetch_paused,
                    "hint_confidence_after": tenant.hint_confidence, "applied": applied is not None,
                    "suggestion": suggestion, "seconds": round(time.perf_counter() - t0, 1),
                    "sides": {s: counts[s].figures() for s in SIDES}}
@@ -384,6 +387,14 @@ def _pct(p: dict[str, Any]) -> str:
     return f"{p['k']}/{p['n']} = {100 * p['rate']:.0f} % [{100 * lo:.0f}–{100 * hi:.0f}]"
 
 
+def _cut(row: dict[str, Any], when: str) -> str:
+    """The prefetch cut a round ran at (``before``) or left (``after``): the one recall applies,
+    with the setting beside it where a small tenant raises it (older reports: the setting)."""
+    setting = row[f"prefetch_cut_{when}"]
+    in_force = row.get(f"cut_in_force_{when}", setting)
+    return f"{setting:.2f}" if in_force == setting else f"{in_force:.3f} (setting {setting:.2f})"
+
+
 def table(rows: Sequence[dict[str, Any]], side: str = HELD_OUT, *, header: bool = True) -> str:
     """The per-round table of one side (markdown)."""
     lines = []
@@ -398,8 +409,8 @@ def table(rows: Sequence[dict[str, Any]], side: str = HELD_OUT, *, header: bool 
                      f"{_pct(f['same_need_own_prefetch_or_hint'])} | {_pct(f['same_need_gold_prefetch'])} | "
                      f"{_pct(f['close_any_prefetch'])} "
                      f"({f['close_prefetch_own_trail']}) | {_pct(f['close_wrong_prefetch'])} | "
-                     f"{row['prefetch_cut_before']:.2f} → "
-                     f"{row['prefetch_cut_after']:.2f} |")
+                     f"{_cut(row, 'before')} → {_cut(row, 'after')}"
+                     f"{' (hints only)' if row.get('paused_after') else ''} |")
     return "\n".join(lines)
 
 
@@ -429,8 +440,8 @@ def plot(report: dict[str, Any], path: Path, side: str = HELD_OUT) -> Path:
     ax.set_xticks(x)
     ax.set_ylim(0, 100)
     cut = ax.twinx()
-    cut.plot(x, [r["prefetch_cut_after"] for r in rows], color="black", marker="s", linewidth=1,
-             label="prefetch cut after the round")
+    cut.plot(x, [r.get("cut_in_force_after", r["prefetch_cut_after"]) for r in rows], color="black", marker="s",
+             linewidth=1, label="prefetch cut after the round")
     cut.set_ylim(0, 1)
     cut.set_ylabel("prefetch confidence cut")
     handles = ax.get_legend_handles_labels()[0] + cut.get_legend_handles_labels()[0]

@@ -58,8 +58,13 @@ def test_replay_on_a_tiny_slice(tiny_reports, via):
     # The cut a round starts from is the one the previous round left.
     assert report["rounds"][1]["prefetch_cut_before"] == report["rounds"][0]["prefetch_cut_after"]
     assert report["rounds"][0]["prefetch_cut_before"] == report["defaults"]["prefetch_confidence"]
+    assert report["rounds"][1]["cut_in_force_before"] == report["rounds"][0]["cut_in_force_after"]
     for row in report["rounds"]:
         assert row["suggestion"]["current_prefetch_confidence"] == row["prefetch_cut_before"]
+        # The suggestion is judged at the cut recall applied in the round (a page of Celery is a
+        # small tenant: higher than the setting while ``small_tenant_cut`` is on).
+        assert row["suggestion"]["applied_prefetch_confidence"] == row["cut_in_force_before"]
+        assert row["cut_in_force_before"] >= row["prefetch_cut_before"]
         for side, f in row["sides"].items():
             n_items = report["items_by_side"][side]
             same, hinted = f["same_need_own_prefetch"], f["same_need_own_prefetch_or_hint"]
