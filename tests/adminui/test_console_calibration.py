@@ -35,3 +35,18 @@ def test_settings_page_suggests_hints_only_and_says_so_once_applied(world):
     page = client.get(applied["Location"]).content.decode()
     assert "Prefetch paused, hints only" in page
     assert "Hints only: prefetch is paused." in page and "prefetch_paused" in page
+
+
+def test_a_small_tenants_card_judges_the_cut_it_applies(world):
+    """The world's few sections raise the cut recall applies near 1 (``small_tenant_cut``): labels
+    under it say nothing about it, and the card says so instead of suggesting a move."""
+    from cachecore.services.calibration import cut_in_force
+
+    _noisy_labels(world.tenant, world.trails[0])
+    applied, _ = cut_in_force(world.tenant)
+    assert applied > 0.99
+    page = world.client("admin").get("/console/settings/?tenant=acme").content.decode()
+    assert f'data-small-tenant="{applied}"' in page
+    assert "No labelled recall at this confidence or above yet" in page
+    assert '<th scope="row">Suggested</th>' not in page and "Apply suggestion" not in page
+    assert "The prefetch confidence applied now is the suggested one" in page

@@ -84,6 +84,10 @@ def test_dashboard_window_switches_in_place(page, live_server, console_tenant):
 def test_accept_the_calibration_suggestion_and_see_the_audit_entry(page, live_server, console_tenant):
     from cachecore.models import RecallEvent
 
+    # The labels are judged at the cut recall applies: three sections would raise it over all of
+    # them (``small_tenant_cut``), so it is off here.
+    console_tenant.small_tenant_cut = False
+    console_tenant.save(update_fields=["small_tenant_cut"])
     trail = Trail.objects.filter(tenant=console_tenant).first()
     cut = console_tenant.prefetch_confidence
     # The agents' citations: high-confidence prefetches cited, a few just over the cut not cited.
