@@ -19,7 +19,8 @@ The rule (``suggest``), from the current cut ``c``:
   nothing, answer hints only, until the labels show a cut that does.
 - **Lower** only with margin and enough evidence: to the lowest cut under ``c`` that serves at
   least ``MIN_EVIDENCE`` labels and whose upper bound is under the target by ``HYSTERESIS`` of
-  it (the same test **resumes** a paused tenant at the lowest such cut).
+  it, every cut between it and ``c`` that serves ``MIN_EVIDENCE`` labels passing too (the same
+  test **resumes** a paused tenant at the lowest such cut).
 - Otherwise **stay**. Between "under the target by the margin" and "over the target" nothing
   moves: labels that accumulate round after round narrow the bounds, so the cut settles instead
   of swinging.
@@ -190,8 +191,11 @@ def suggest(labels: Sequence[tuple[float, bool]], *, current_cut: float, target_
         move = Move.RAISE if chosen is not None else Move.PAUSE
     else:
         # The lowest cut under the current one from which every cut up to the current passes the
-        # lowering test (one lucky cut alone does not pull the operating point down).
-        for f in reversed([f for f in curve if f.cut < current_cut - 0.005]):
+        # lowering test (one lucky cut alone does not pull the operating point down). Cuts just
+        # under the current one that serve fewer than MIN_EVIDENCE labels can pass no test and
+        # fail none: the walk starts under them (a small tenant's cut sits near 1, where few
+        # labels are; the labels they do serve are counted again by every cut below).
+        for f in reversed([f for f in curve if f.cut < current_cut - 0.005 and f.served >= MIN_EVIDENCE]):
             if not lowerable(f, **kw):
                 break
             move, chosen = Move.LOWER, f

@@ -88,6 +88,19 @@ def test_lowering_needs_the_bound_under_the_target_with_margin_and_enough_labels
     assert s is not None and s.move is Move.STAY
 
 
+def test_cuts_with_too_few_labels_just_under_a_high_cut_neither_hold_nor_pull_it():
+    """A small tenant applies a cut near 1 (``decide.small_tenant_prefetch_cut``), where few labels
+    are: the walk down starts at the first cut with ``MIN_EVIDENCE`` labels, and every cut from
+    there down must pass."""
+    clean = [(0.999, True)] * 5 + [(0.93, True)] * 300 + [(0.6, True)] * 90 + [(0.6, False)] * 10
+    s = suggest(clean, current_cut=0.9962, target_false=0.05)
+    assert s is not None and s.move is Move.LOWER and s.suggested.cut == 0.61
+    # The few labels at the top are counted by every cut below: uncited, they hold the cut.
+    spoiled = [(0.98, False)] * 10 + clean[5:]
+    s = suggest(spoiled, current_cut=0.9962, target_false=0.05)
+    assert s is not None and s.move is Move.STAY
+
+
 def test_an_unjudged_cut_stays_where_it_is():
     # 40 clean labels: the bound (8.8 %) is over 5 % only because there are few of them.
     labels = [(0.95, True)] * 40
