@@ -85,11 +85,10 @@ def operating_point_summary(*, caller: Caller) -> dict[str, Any] | None:
 def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict[str, Any]:
     """The suggestion and its evidence for the API and the console (``tenant``: the one it was
     made for, by ``operating_point``)."""
-    in_force = cut_in_force(tenant)[0]
     if suggestion is None:
         return {"labels": len(calibration_labels(tenant=tenant)), "enough_labels": False,
                 "current_prefetch_confidence": tenant.prefetch_confidence,
-                "applied_prefetch_confidence": in_force, "suggested": None,
+                "applied_prefetch_confidence": cut_in_force(tenant)[0], "suggested": None,
                 "prefetch_paused": tenant.prefetch_paused, "noise_allowance": tenant.noise_allowance}
 
     def figures(f: Any) -> dict[str, Any] | None:
@@ -100,7 +99,8 @@ def suggestion_as_dict(suggestion: Suggestion | None, *, tenant: Tenant) -> dict
     return {"labels": suggestion.labels, "cited": suggestion.cited, "enough_labels": True,
             "target_false_prefetch": suggestion.target_false,
             "current_prefetch_confidence": tenant.prefetch_confidence,
-            "applied_prefetch_confidence": in_force,
+            # The suggestion judged the labels at the cut in force (``_operating_point``).
+            "applied_prefetch_confidence": suggestion.current.cut,
             "current": figures(suggestion.current), "suggested": figures(suggestion.suggested),
             "meets_target": suggestion.meets_target, "noise_floor": suggestion.noise_floor,
             "changes": suggestion.changes,
