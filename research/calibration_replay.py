@@ -207,12 +207,16 @@ def pick_items(items: Sequence[Item], known: set[str], limit: int | None) -> lis
 
 def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | None,
            limit: int | None = None, start_prefetch: float | None = None, plot_png: bool = True,
-           via: str = "rest", apply: bool = True, labels: str = "pending") -> dict[str, Any]:
-    """Run the replay and return the report (written to ``out`` when given)."""
+           via: str = "rest", apply: bool = True, labels: str = "pending",
+           carve: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Run the replay and return the report (written to ``out`` when given). ``carve``: (sections,
+    seed), a small tenant carved out of the corpus instead of the whole of it
+    (``research.corpora.small_tenant_sections``: the gold of items drawn at random and other
+    sections, and only those items)."""
     from cachecore.services import calibration
     from docingest.ingest import collect_sections, ingest_sections
     from docingest.progress import Progress
-    from research.corpora import chunks_ensure_cached
+    from research.corpora import chunks_ensure_cached, small_tenant_sections
     from tenants.caller import tenant_caller
     from tenants.models import Tenant
     from tenants.services import tenant_create
@@ -248,6 +252,10 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         agent = TRANSPORTS[via](tenant)
         t0 = time.perf_counter()
         sections = collect_sections(corpus.docs, corpus.subtrees)
+        pool = corpus.items()
+        if carve is not None:
+            kept, pool = small_tenant_sections([s.id for s in sections], pool, carve[0], seed=carve[1])
+            sections = [s for s in sections if s.id in kept]
         all_ids = [s.id for s in sections]
         known = set(all_ids)
         ids_by_page: dict[str, list[str]] = defaultdict(list)
@@ -256,7 +264,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         with Progress("ingest sections", len(sections)) as bar:
             ingest_sections(tenant=tenant, sections=sections, on_batch=bar.step, chunks="defer")
         timings["ingest_s"] = round(time.perf_counter() - t0, 1)
-        items = pick_items(corpus.items(), known, limit)
+        items = pick_items(pool, known, limit)
         gold = {i.id: [g for g in i.gold if g in known] for i in items}
         t0 = time.perf_counter()
         # Every section's chunks, as the tenant's chunk job gives them: recall weighs the cited
@@ -365,6 +373,7 @@ def replay(*, corpus: Corpus, rounds: int, noise: float, seed: int, out: Path | 
         "corpus": corpus.name, "docs": str(corpus.docs), "sections": len(all_ids), "items": len(items),
         "items_by_side": dict(Counter(i.side for i in items)), "rounds": rows, "noise": noise, "seed": seed,
         "limit": limit, "start_prefetch": start_prefetch, "suggestion_applied": apply, "labels": labels,
+        "carve": {"sections": carve[0], "seed": carve[1]} if carve else None,
         "defaults": defaults,
         "timings": timings,
         "via": via, "path": ("REST API in process (POST /api/v1/recall, /api/v1/trails)" if via == "rest" else
@@ -471,6 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "in the recall's scope, as the README's loop records an answer (they become trails)")
     parser.add_argument("--start-prefetch", type=float, default=None,
                         help="the tenant's prefetch confidence before any label (default: the shipped one)")
+    parser.add_argument("--sections", type=int, default=None,
+                        help="a small tenant of about this many sections carved out of the corpus (the gold "
+                        "of items drawn at random, other sections; only those items), seeded by --carve-seed")
+    parser.add_argument("--carve-seed", type=int, default=0)
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     # The replay sends more than a client should: no request-rate limits (as ``make eval``).
@@ -484,10 +497,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{corpus.docs} is missing: install Debian's {corpus.package}", file=sys.stderr)
         return 2
     suffix = "" if args.labels == "pending" else f"-{args.labels}"
+    if args.sections is not None:
+        suffix += f"-{args.sections}s{args.carve_seed}"
     out = args.out or REPO_ROOT / "reports" / "replay" / f"{corpus.name}-noise{args.noise:g}{suffix}"
     report = replay(corpus=corpus, rounds=args.rounds, noise=args.noise, seed=args.seed, out=out,
                     limit=args.limit, start_prefetch=args.start_prefetch, via=args.via, apply=not args.keep_cut,
-                    labels=args.labels)
+                    labels=args.labels,
+                    carve=(args.sections, args.carve_seed) if args.sections is not None else None)
     print()
     for side in SIDES:
         print(table(report["rounds"], side))

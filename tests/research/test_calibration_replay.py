@@ -149,3 +149,25 @@ def test_labels_recorded_as_accepted_answers_become_trails_that_serve_the_questi
         for f in row["sides"].values():
             gold = f["same_need_gold_prefetch"]
             assert f["same_need_own_prefetch"]["k"] <= gold["k"] <= gold["n"]
+
+
+def test_a_carved_small_tenant_holds_only_its_sections_and_their_items(django_db_blocker):
+    """``--sections N``: a small tenant carved out of the corpus (``small_tenant_sections``): the
+    report counts its sections only, every item's gold is among them, and the cut in force is the
+    small tenant's, above the setting."""
+    from docingest.ingest import collect_sections
+    from research.corpora import small_tenant_sections
+
+    corpus = Corpus("celery", CELERY_DOCS, ("userguide/",), "celery", "python-celery-doc", celery_items)
+    with django_db_blocker.unblock():
+        report = replay(corpus=corpus, rounds=1, noise=0.0, seed=3, out=None, limit=4, plot_png=False,
+                        carve=(30, 1))
+    assert report["carve"] == {"sections": 30, "seed": 1}
+    assert 20 <= report["sections"] <= 30 and report["items"] == 4
+    kept, chosen = small_tenant_sections([s.id for s in collect_sections(CELERY_DOCS, ("userguide/",))],
+                                         celery_items(), 30, seed=1)
+    assert report["sections"] == len(kept)
+    logged = {x["item"] for x in report["recalls"]}
+    assert logged <= {i.id for i in chosen}
+    row = report["rounds"][0]
+    assert row["cut_in_force_before"] > row["prefetch_cut_before"]
