@@ -154,7 +154,8 @@ def calibration_curve(curve: Sequence[Any], *, current: float, suggested: float 
     pad_l, pad_b, pad_t = 40, 22, 8
     plot_w, plot_h = width - pad_l - 10, height - pad_b - pad_t
     cuts = [f.cut for f in curve] or [0.5, 1.0]
-    lo, hi = min(cuts), max(cuts)
+    # The axis reaches the cut in force too: a small tenant's sits above the grid's last cut.
+    lo, hi = min(cuts), max([*cuts, *(c for c in (current, suggested) if c is not None and c <= 1.0)])
 
     def x(cut: float) -> float:
         return pad_l + plot_w * (cut - lo) / ((hi - lo) or 1)

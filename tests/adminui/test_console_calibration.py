@@ -50,3 +50,5 @@ def test_a_small_tenants_card_judges_the_cut_it_applies(world):
     assert "No labelled recall at this confidence or above yet" in page
     assert '<th scope="row">Suggested</th>' not in page and "Apply suggestion" not in page
     assert "The prefetch confidence applied now is the suggested one" in page
+    # The chart's axis reaches the cut in force (above the grid's last cut, 0.99): its line is drawn.
+    assert "<title>now: 1.00</title>" in page
