@@ -128,7 +128,8 @@ def operating_point_apply(*, caller: Caller, automatic: bool = False) -> Suggest
         before = settings_snapshot(locked, CALIBRATED_SETTINGS)
         locked.prefetch_paused = suggestion.hint_only
         if new is not None:
-            raised_by_size = cut_in_force(locked)[0] != locked.prefetch_confidence
+            # The suggestion judged the labels at the cut in force: above the setting, the size rule raised it.
+            raised_by_size = suggestion.current.cut != locked.prefetch_confidence
             locked.prefetch_confidence = new.cut
             locked.hint_confidence = min(locked.hint_confidence, new.cut)
             locked.small_tenant_cut = locked.small_tenant_cut and not raised_by_size
